@@ -1,0 +1,91 @@
+"""The ``harness`` command. Subcommands from other packages come through the
+``harness_bt.commands`` entry-point group (each entry point is a typer app or a function)."""
+
+from __future__ import annotations
+
+import sys
+from importlib.metadata import entry_points
+
+import typer
+from rich.console import Console
+
+from harness_bt._version import __version__
+from harness_bt.errors import HarnessError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="harness",
+    help="harness-bt: traceable robot tasks (statechart phases, behaviour trees, a command "
+    "ledger, three-valued evaluation).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"harness-bt {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """harness-bt command line."""
+
+
+@app.command("demo")
+def demo_ledger() -> None:
+    """Walk a command through the ledger lifecycle and print the ledger."""
+    from harness_bt.demo import ledger_walkthrough
+
+    raise typer.Exit(ledger_walkthrough())
+
+
+def _load_plugins() -> None:
+    for ep in entry_points(group="harness_bt.commands"):
+        try:
+            target = ep.load()
+        except Exception as exc:  # a broken plugin must not take the whole CLI down
+            Console(stderr=True).print(
+                f"[yellow]warning:[/] subcommand {ep.name!r} ({ep.value}) failed to load: {exc}"
+            )
+            continue
+        if isinstance(target, typer.Typer):
+            app.add_typer(target, name=ep.name)
+        else:
+            app.command(ep.name)(target)
+
+
+def main(argv: list[str] | None = None) -> int:
+    _load_plugins()
+    try:
+        app(args=argv, standalone_mode=False)
+    except HarnessError as exc:
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}")
+        return 1
+    except typer.Exit as exc:
+        return int(exc.exit_code or 0)
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) else 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            return exc.exit_code
+        if isinstance(exc, click.exceptions.Abort):
+            return 1
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

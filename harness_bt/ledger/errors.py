@@ -1,0 +1,49 @@
+"""Errors of the command ledger, each with a stable code."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from harness_bt.errors import CommandError
+
+__all__ = ["LedgerCode", "LedgerError"]
+
+
+class LedgerCode(str, Enum):
+    COMMAND_ID_CONFLICT = "COMMAND_ID_CONFLICT"  # same id, different content
+    STALE_WORLD = "STALE_WORLD"  # planned on an older world version than the ledger's
+    EXPIRED_COMMAND = "EXPIRED_COMMAND"  # no start budget left
+    RESOURCE_BUSY = "RESOURCE_BUSY"  # a resource is held by a non-terminal command
+    STALE_EPOCH = "STALE_EPOCH"  # issued under an older control epoch
+    INVALID_COMMAND = "INVALID_COMMAND"  # malformed command or argument (the field is named)
+    INVALID_EVENT = "INVALID_EVENT"  # malformed runtime event
+    UNKNOWN_COMMAND = "UNKNOWN_COMMAND"  # no record with that id
+    INVALID_TRANSITION = "INVALID_TRANSITION"  # the lifecycle forbids this step from this state
+    JOURNAL_FAILED = "JOURNAL_FAILED"  # the durable journal could not be read or written
+    LEDGER_CLOSED = "LEDGER_CLOSED"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class LedgerError(CommandError):
+    """A ledger call was refused. ``code`` is a :class:`LedgerCode` value (a ``str``)."""
+
+    def __init__(
+        self,
+        code: LedgerCode | str,
+        message: str,
+        *,
+        command_id: str | None = None,
+        field: str | None = None,
+        fix: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        self.field = field
+        merged = dict(details or {})
+        if field is not None:
+            merged.setdefault("field", field)
+        super().__init__(
+            LedgerCode(code).value, message, command_id=command_id, fix=fix, details=merged
+        )
