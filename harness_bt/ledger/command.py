@@ -1,4 +1,5 @@
-"""The two messages the ledger reasons about: a :class:`Command` and a runtime :class:`CommandEvent`."""
+"""The two messages the ledger reasons about: a :class:`Command` and a runtime
+:class:`CommandEvent`."""
 
 from __future__ import annotations
 
@@ -93,11 +94,15 @@ class Command(BaseModel):
 def find_non_finite(value: Any, path: str) -> list[tuple[str, float]]:
     """Paths of every non-finite float inside nested dicts / lists / tuples."""
     found: list[tuple[str, float]] = []
+    if type(value) in _PLAIN:
+        return found
     if isinstance(value, float):
         if not math.isfinite(value):
             found.append((path, value))
     elif isinstance(value, Mapping):
         for key, item in value.items():
+            if type(item) in _PLAIN or (type(item) is float and math.isfinite(item)):
+                continue
             found.extend(find_non_finite(item, f"{path}.{key}"))
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
@@ -105,6 +110,7 @@ def find_non_finite(value: Any, path: str) -> list[tuple[str, float]]:
     return found
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})
 _KINDS = {k.value: k for k in EventKind}
 
 

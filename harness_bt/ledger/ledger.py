@@ -8,12 +8,13 @@ non-terminal command turned UNKNOWN (reason ``RESTARTED``) until it is reconcile
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from harness_bt.ledger.command import Command, CommandEvent
 from harness_bt.ledger.errors import LedgerCode, LedgerError
@@ -49,6 +50,8 @@ _STATE_BY_VALUE = {s.value: s for s in CommandState}
 
 
 def _finite(name: str, value: float, command_id: str | None = None) -> float:
+    if type(value) is float and value - value == 0.0:  # fast path: finite float
+        return value
     if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
         raise LedgerError(
             LedgerCode.INVALID_COMMAND,
@@ -352,7 +355,7 @@ class Ledger:
             return rec
 
     def _event_entry(self, rec: CommandRecord, ev: CommandEvent, now: float) -> dict[str, Any]:
-        kind = ev.kind
+        kind = cast(EventKind, ev.kind)  # CommandEvent normalises kind to EventKind
         state = rec.state
         extra: dict[str, Any] = {"rseq": ev.seq, "kind": kind.value}
         if ev.progress is not None:
@@ -376,7 +379,8 @@ class Ledger:
             if state in (S.ACCEPTED, S.RUNNING):
                 return self._move(rec, S.EVALUATING, "CONTROL_DONE", now, "event", **extra)
             if state in (S.UNKNOWN, S.RECONCILING):
-                return self._note(rec, now, "event", "CONTROL_DONE_NOTED", True, cdone=True, **extra)
+                return self._note(rec, now, "event", "CONTROL_DONE_NOTED", True, cdone=True,
+                                  **extra)
             return self._note(rec, now, "event", f"LATE_CONTROL_DONE_WHILE_{state.value}", False,
                               **extra)
         if kind is EventKind.ABORTED:
@@ -450,7 +454,7 @@ class Ledger:
             }[v]
             to = _STATE_BY_VALUE[v.value]
             self._commit(
-                [self._move(rec, to, reason, now, "verdict", ev=[_jsonable(e) for e in evidence])]
+                [self._move(rec, to, reason, now, "verdict", ev=_jsonable(list(evidence)))]
             )
             return rec
 
@@ -628,7 +632,7 @@ class Ledger:
         rseq = e.get("rseq")
         if rseq is not None and rseq > rec.last_seq:
             rec.last_seq = rseq
-        if "progress" in e:
+        if "progress" in e and e.get("applied", True):
             rec.progress = e["progress"]
             rec.last_progress_at = t
         if op == "dispatch":
@@ -686,9 +690,17 @@ class Ledger:
     # ------------------------------------------------------------------ durability
 
     def _replay(self, journal: SqliteJournal) -> None:
-        for seq, entry in journal.read():
-            self._apply(entry)
-            self._seq = seq
+        # Replay allocates only acyclic objects; pausing the cyclic collector saves the repeated
+        # full-heap passes that would otherwise dominate the reopen of a long journal.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for seq, entry in journal.read():
+                self._apply(entry)
+                self._seq = seq
+        finally:
+            if was_enabled:
+                gc.enable()
 
     def _mark_restarted(self, now: float) -> None:
         entries = [
@@ -733,8 +745,11 @@ def _to_json(entry: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, str | int | float | bool):
+    if isinstance(value, _SCALARS):
         return value
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness_bt.ledger.command import Command
 from harness_bt.ledger.states import CommandState
@@ -11,8 +11,7 @@ from harness_bt.ledger.states import CommandState
 __all__ = ["CommandRecord", "HistoryEntry"]
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryEntry:
+class HistoryEntry(NamedTuple):
     """One step in a command's history, journaled before it took effect.
 
     ``seq`` is the ledger-wide journal sequence number; ``runtime_seq`` the runtime's own event
