@@ -63,27 +63,17 @@ def _load_plugins() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; a :class:`HarnessError` prints as one clear line and exits 1."""
     _load_plugins()
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv, prog_name="harness")
     except HarnessError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}")
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
         return 1
-    except typer.Exit as exc:
-        return int(exc.exit_code or 0)
     except SystemExit as exc:
-        return int(exc.code or 0) if isinstance(exc.code, int) else 1
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
-            return 1
-        raise
     return 0
 
 
