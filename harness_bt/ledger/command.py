@@ -1,4 +1,5 @@
-"""The two messages the ledger reasons about: a :class:`Command` and a runtime :class:`CommandEvent`."""
+"""The two messages the ledger reasons about: a :class:`Command` and a runtime
+:class:`CommandEvent`."""
 
 from __future__ import annotations
 

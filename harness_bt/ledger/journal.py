@@ -8,6 +8,7 @@ price of an fsync per call.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -100,7 +101,5 @@ class SqliteJournal:
         self.last_seq = rows[-1][0]
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(sqlite3.DatabaseError):
             self._db.close()
-        except sqlite3.DatabaseError:
-            pass

@@ -376,7 +376,8 @@ class Ledger:
             if state in (S.ACCEPTED, S.RUNNING):
                 return self._move(rec, S.EVALUATING, "CONTROL_DONE", now, "event", **extra)
             if state in (S.UNKNOWN, S.RECONCILING):
-                return self._note(rec, now, "event", "CONTROL_DONE_NOTED", True, cdone=True, **extra)
+                return self._note(rec, now, "event", "CONTROL_DONE_NOTED", True, cdone=True,
+                                  **extra)
             return self._note(rec, now, "event", f"LATE_CONTROL_DONE_WHILE_{state.value}", False,
                               **extra)
         if kind is EventKind.ABORTED:
