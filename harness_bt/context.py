@@ -138,12 +138,13 @@ class PhaseScope:
         """Deterministic from run, phase, activation, node path and attempt."""
         return f"{self.context.run_id}/{self.phase}.{self.activation}/{node_path}#{attempt}"
 
-    def record(self, outcome: Outcome) -> Outcome:
+    def record(self, outcome: Outcome, *, emit: bool = True) -> Outcome:
         """Remember why a node failed this tick (the most recent record explains the tree)."""
         self.last_failure = outcome
         self.last_failure_tick = self.context.tick
-        self.context.emit("failure", phase=self.phase, node_path=outcome.node_path,
-                          command_id=outcome.command_id, outcome=outcome.to_dict())
+        if emit:
+            self.context.emit("failure", phase=self.phase, node_path=outcome.node_path,
+                              command_id=outcome.command_id, outcome=outcome.to_dict())
         return outcome
 
     def failure_this_tick(self) -> Outcome | None:

@@ -120,7 +120,7 @@ class Retry(HarnessNode, py_trees.decorators.Decorator):
             OutcomeKind.FAILED, "FAILED", self.decorated_path())
         if last.kind not in self.retry_on or not last.retryable:
             self.feedback_message = f"not retried: {last.kind.value} {last.reason}"
-            self.scope.record(last)  # pass the cause up unchanged (it explains the tree)
+            self.scope.record(last, emit=False)  # pass the cause up unchanged
             return Status.FAILURE
         if self.attempt >= self.attempts:
             return self.fail(OutcomeKind.BUDGET_EXHAUSTED, Exhaustion.ATTEMPTS.value,

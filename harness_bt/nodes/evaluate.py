@@ -159,6 +159,7 @@ class Evaluate(HarnessNode):
         self.looks += 1
         result = ctx.evaluators.evaluate(self._postconditions(rec), obs, ctx.world.view(ctx.now))
         final = result.verdict is not Verdict.UNKNOWN or self.looks >= self.max_observations
+        self._settle(rec, result)
         ctx.emit("verdict", phase=self.scope.phase, node_path=self.path, command_id=cid,
                  verdict=result.verdict.value, evidence=list(result.evidence), look=self.looks,
                  final=final, timestep=obs.timestep)
@@ -166,7 +167,6 @@ class Evaluate(HarnessNode):
                                          "evidence": list(result.evidence)}, writer=self.path)
         if result.verdict is Verdict.UNKNOWN:
             ctx.count("unknown_verdicts")
-            self._settle(rec, result)
             if self.looks >= self.max_observations:
                 return self.fail(OutcomeKind.UNKNOWN, "EVIDENCE_INSUFFICIENT", command_id=cid,
                                  retryable=False, looks=self.looks,
@@ -174,7 +174,6 @@ class Evaluate(HarnessNode):
             ctx.ledger.reconcile(cid, now=ctx.now, note="re-observing")
             self.feedback_message = f"UNKNOWN after {self.looks} look(s); observing again"
             return Status.RUNNING
-        self._settle(rec, result)
         if result.verdict is Verdict.SUCCEEDED:
             return Status.SUCCESS
         return self.fail(OutcomeKind.FAILED, "POSTCONDITION_NOT_MET", command_id=cid,
