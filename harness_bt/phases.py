@@ -191,22 +191,19 @@ def _atomic_ids(spec: PhaseSpec) -> list[str]:
     return [s.id for s in _walk([spec]) if isinstance(s, Phase)]
 
 
-class _Cond:
+def _cond(on_: On) -> Callable[..., bool]:
     """A transition guard as the chart engine calls it (kwargs injected by name)."""
 
-    def __init__(self, on_: On) -> None:
-        self.on = on_
-        self.__name__ = f"guard_{on_.event}_{on_.target}"
-
-    def __call__(self, outcome: Outcome | None = None, guard_context: GuardContext | None = None,
-                 **_: Any) -> bool:
-        if self.on.reason is not None and (outcome is None or outcome.reason != self.on.reason):
+    def cond(outcome: Outcome | None = None, guard_context: GuardContext | None = None,
+             **_: Any) -> bool:
+        if on_.reason is not None and (outcome is None or outcome.reason != on_.reason):
             return False
-        if self.on.guard is not None:
-            if guard_context is None:
-                return False
-            return bool(self.on.guard(guard_context))
+        if on_.guard is not None:
+            return guard_context is not None and bool(on_.guard(guard_context))
         return True
+
+    cond.__name__ = cond.__qualname__ = f"guard_{on_.event}_to_{on_.target}"
+    return cond
 
 
 class Task:
@@ -330,7 +327,7 @@ class Task:
             for t in spec.transitions:
                 entry: dict[str, Any] = {"target": t.target}
                 if t.reason is not None or t.guard is not None:
-                    entry["cond"] = _Cond(t)
+                    entry["cond"] = _cond(t)
                 events.setdefault(self._event(spec, t.event), []).append(entry)
             out["on"] = events
         return out

@@ -39,3 +39,27 @@ def run_to_end(runner: TaskRunner, clock: FakeClock, max_ticks: int = 400, dt: f
             return views
         clock.advance(dt)
     raise AssertionError(f"run did not finish in {max_ticks} ticks: {runner.configuration}")
+
+
+def one_phase(tree: Any, *, budget: Any = None, name: str = "t") -> Any:
+    """A task with one atomic phase ``work`` and a final for every outcome."""
+    from harness_bt import Final, Phase, Task, on
+
+    return Task(name, [
+        Phase("work", tree, transitions=[
+            on("succeeded", "done"), on("failed", "aborted_failed"),
+            on("unknown", "aborted_unknown"), on("budget_exhausted", "aborted_budget")]),
+        Final("done"), Final("aborted_failed"), Final("aborted_unknown"),
+        Final("aborted_budget"),
+    ], budget=budget)
+
+
+def runner_for(task: Any, clock: FakeClock, rt: Any, **kw: Any) -> TaskRunner:
+    from harness_bt.testing.example import example_skills
+
+    kw.setdefault("skills", example_skills())
+    return TaskRunner(task, bridge=rt, clock=clock, run_id="r", **kw)
+
+
+def last_failure(runner: TaskRunner) -> dict[str, Any]:
+    return runner.trace.of_kind("failure")[-1]["data"]["outcome"]
