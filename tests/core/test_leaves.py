@@ -62,7 +62,8 @@ def test_check_fails_on_stale_objects_and_on_a_stale_plan() -> None:
                              WaitFor("pause", seconds=0.3),
                              Check("still", ["cup"], snapshot="plan")), rt, clock)
     out = last_failure(runner)
-    assert out["reason"] == "STALE_PLAN" and "cup changed: version 1 -> 2" in out["details"]["detail"]
+    assert out["reason"] == "STALE_PLAN"
+    assert "cup changed: version 1 -> 2" in out["details"]["detail"]
     clock = FakeClock()
     rt = example_runtime(clock)
     rt.observe = False
