@@ -186,6 +186,8 @@ class TaskRunner:
         self._entered_at: dict[str, float] = {}
         self._durations: dict[str, float] = {}
         self._transitions = 0
+        self._active: list[str] = []
+        self._active_key = -1
         self._time_fired = False
         self._outcome = ("", "")
         self._final_state: str | None = None
@@ -226,10 +228,14 @@ class TaskRunner:
         return tuple(s for s in self._state_order if s in active)
 
     def active_phases(self) -> list[str]:
+        """Atomic phases whose trees tick, in document order (recomputed after transitions)."""
         if self.chart is None or self.phase != "running":
             return []
-        active = set(self.chart.configuration_values)
-        return [pid for pid in self._atomic_order if pid in active]
+        if self._active_key != self._transitions:
+            active = set(self.chart.configuration_values)
+            self._active = [pid for pid in self._atomic_order if pid in active]
+            self._active_key = self._transitions
+        return self._active
 
     def status_map(self, *, all_phases: bool = False) -> dict[str, dict[str, str]]:
         """``{phase: {node path: status}}`` for the active phases (or all of them)."""

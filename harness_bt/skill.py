@@ -137,12 +137,23 @@ class NoParams(BaseModel):
 class SkillContract(Protocol):
     """What the harness must know about a skill. :class:`Skill` is the ready-made implementation."""
 
-    name: str
-    version: str
-    params_model: type[BaseModel]
-    resources: tuple[str, ...]
-    lifecycle: Lifecycle
-    description: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def params_model(self) -> type[BaseModel]: ...
+
+    @property
+    def resources(self) -> tuple[str, ...]: ...
+
+    @property
+    def lifecycle(self) -> Lifecycle: ...
+
+    @property
+    def description(self) -> str: ...
 
     def check(self, params: BaseModel, world: WorldView) -> list[Problem]:
         """The physical contract: every problem with these params in this world (empty: fine)."""

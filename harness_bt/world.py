@@ -421,7 +421,7 @@ def scripted_perception(observation: Observation) -> list[ObjectUpdate]:
         out.append(ObjectUpdate(
             object_id=str(item["id"]),
             pose=None if item.get("pose") is None else Pose.of(item["pose"]),
-            extent=None if item.get("extent") is None else tuple(item["extent"]),  # type: ignore[arg-type]
+            extent=None if item.get("extent") is None else tuple(item["extent"]),
             confidence=float(item.get("confidence", 1.0)),
             camera=str(item.get("camera", "")),
             label=str(item.get("label", "")),

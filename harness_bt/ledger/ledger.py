@@ -352,7 +352,7 @@ class Ledger:
             return rec
 
     def _event_entry(self, rec: CommandRecord, ev: CommandEvent, now: float) -> dict[str, Any]:
-        kind = ev.kind
+        kind = EventKind(ev.kind)
         state = rec.state
         extra: dict[str, Any] = {"rseq": ev.seq, "kind": kind.value}
         if ev.progress is not None:

@@ -169,7 +169,7 @@ def _build(spec: Any, registry: NodeRegistry, where: str, problems: list[str]
         problems.append(f"{where}: unknown node type {kind!r}; known: {', '.join(known)}"
                         f"{did_you_mean(str(kind), known)}")
         return None
-    nt = registry.get(kind)
+    nt = registry.get(str(kind))
     name = spec.get("name")
     if not isinstance(name, str) or not name:
         problems.append(f"{where}: node of type {kind!r} needs a non-empty 'name'")
