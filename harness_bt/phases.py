@@ -245,6 +245,91 @@ class Task:
             raise DefinitionError("INVALID_TASK", f"task {name!r}: the chart is invalid: {exc}",
                                   where=f"task {name}") from exc
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, nodes: NodeRegistry | None = None,
+                  guards: Mapping[str, Callable[[GuardContext], bool]] | None = None) -> Task:
+        """Build a task from the neutral dict form (what a YAML / JSON file maps onto)::
+
+            {"name": "fetch", "initial": "navigate", "budget": {"max_retries": 3},
+             "phases": [
+               {"id": "navigate", "tree": {<node spec>},
+                "transitions": [{"event": "succeeded", "target": "done"},
+                                {"event": "failed", "target": "aborted_nav",
+                                 "reason": "NO_PROGRESS", "guard": "<name in guards>"}]},
+               {"id": "pick", "kind": "parallel", "regions": [...], "transitions": [...]},
+               {"id": "deliver", "kind": "compound", "initial": "...", "phases": [...]},
+               {"id": "done", "kind": "final", "reason": "done"}]}
+
+        ``kind`` defaults from the keys (``tree``: atomic, ``phases``: compound, ``regions``:
+        parallel). Every problem is reported at once, each with its place.
+        """
+        problems: list[str] = []
+        guards = dict(guards or {})
+
+        def transitions(items: Any, where: str) -> list[On]:
+            out = []
+            for i, t in enumerate(items or ()):
+                here = f"{where}.transitions[{i}]"
+                if not isinstance(t, Mapping) or "event" not in t or "target" not in t:
+                    problems.append(f"{here}: needs 'event' and 'target'")
+                    continue
+                guard = None
+                if t.get("guard") is not None:
+                    guard = guards.get(str(t["guard"]))
+                    if guard is None:
+                        from harness_bt.registry import did_you_mean
+                        problems.append(f"{here}: unknown guard {t['guard']!r}; known: "
+                                        f"{', '.join(sorted(guards)) or '(none)'}"
+                                        f"{did_you_mean(str(t['guard']), list(guards))}")
+                out.append(On(str(t["event"]), str(t["target"]), t.get("reason"), guard,
+                              str(t.get("description", ""))))
+            return out
+
+        def phase(item: Any, where: str) -> PhaseSpec | None:
+            if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+                problems.append(f"{where}: a phase needs a string 'id'")
+                return None
+            where = f"{where} ({item['id']})"
+            kind = item.get("kind") or ("final" if item.get("final") else
+                                        "atomic" if "tree" in item else
+                                        "compound" if "phases" in item else
+                                        "parallel" if "regions" in item else None)
+            trans = transitions(item.get("transitions"), where)
+            desc = str(item.get("description", ""))
+            if kind == "final":
+                return Final(item["id"], reason=item.get("reason"), description=desc)
+            if kind == "atomic":
+                return Phase(item["id"], item.get("tree"), transitions=trans, description=desc)
+            if kind == "compound":
+                kids = [phase(c, f"{where}.phases[{i}]")
+                        for i, c in enumerate(item.get("phases") or ())]
+                return Compound(item["id"], [k for k in kids if k is not None],
+                                initial=item.get("initial"), transitions=trans,
+                                description=desc)
+            if kind == "parallel":
+                kids = [phase(c, f"{where}.regions[{i}]")
+                        for i, c in enumerate(item.get("regions") or ())]
+                return Parallel(item["id"], [k for k in kids if k is not None],
+                                transitions=trans, description=desc)
+            problems.append(f"{where}: kind {kind!r} must be atomic, compound, parallel or "
+                            "final (or give tree / phases / regions)")
+            return None
+
+        specs = [phase(p, f"phases[{i}]") for i, p in enumerate(data.get("phases") or ())]
+        budget = data.get("budget")
+        if budget is not None and not isinstance(budget, Mapping):
+            problems.append("budget: expected {max_retries, max_time_s}")
+            budget = None
+        if problems:
+            raise DefinitionError(
+                "INVALID_TASK", f"task {data.get('name')!r}: {len(problems)} problem(s): "
+                + "; ".join(problems), details={"problems": problems})
+        return cls(str(data.get("name", "")), [s for s in specs if s is not None],
+                   initial=data.get("initial"),
+                   budget=TaskBudget(**budget) if budget else None,
+                   description=str(data.get("description", "")),
+                   version=str(data.get("version", "1")), nodes=nodes)
+
     # ------------------------------------------------------------------ validation
 
     def problems(self) -> list[str]:

@@ -240,3 +240,40 @@ def test_status_map_and_configuration_before_and_after_the_run() -> None:
     assert view(runner) == (("done",), {})
     assert runner.status_map(all_phases=True) == {"work": {"s": "INVALID", "s/a": "INVALID",
                                                            "s/b": "INVALID"}}
+
+
+def test_a_task_builds_from_the_neutral_dict_form_and_runs() -> None:
+    data = {
+        "name": "fetch", "initial": "drive", "budget": {"max_retries": 2, "max_time_s": 10},
+        "phases": [
+            {"id": "drive", "tree": {"type": "act_and_evaluate", "name": "go",
+                                     "skill": "navigate", "params": {"x_m": 1.0, "y_m": 0.0}},
+             "transitions": [{"event": "succeeded", "target": "both"},
+                             {"event": "failed", "target": "aborted_drive",
+                              "guard": "always"}]},
+            {"id": "both", "kind": "parallel", "regions": [
+                {"id": "wait", "tree": {"type": "wait_for", "name": "w", "seconds": 0.1},
+                 "transitions": [{"event": "succeeded", "target": "done"}]},
+                {"id": "idle", "tree": {"type": "running", "name": "r"}}]},
+            {"id": "done", "kind": "final"},
+            {"id": "aborted_drive", "final": True},
+        ]}
+    task = Task.from_dict(data, guards={"always": lambda g: True})
+    assert task.budget.to_dict() == {"max_retries": 2, "max_time_s": 10}
+    assert task.structure()["phases"][1]["kind"] == "parallel"
+    clock = FakeClock()
+    runner = runner_for(task, clock, example_runtime(clock))
+    run_to_end(runner, clock)
+    assert runner.result is not None and runner.result.reason == "done"
+    assert runner.result.phases_visited == ("drive", "both", "wait", "idle", "done")
+    bad = dict(data, phases=[{"id": "x", "tree": {}, "transitions": [
+        {"event": "failed", "target": "y", "guard": "alway"}, {"target": "y"}]},
+        {"id": "z", "kind": "history"}])
+    with pytest.raises(DefinitionError) as err:
+        Task.from_dict(bad, guards={"always": lambda g: True})
+    assert err.value.details["problems"] == [
+        "phases[0] (x).transitions[0]: unknown guard 'alway'; known: always; "
+        "did you mean 'always'?",
+        "phases[0] (x).transitions[1]: needs 'event' and 'target'",
+        "phases[1] (z): kind 'history' must be atomic, compound, parallel or final (or give "
+        "tree / phases / regions)"]
