@@ -299,7 +299,7 @@ class Task:
             if kind == "final":
                 return Final(item["id"], reason=item.get("reason"), description=desc)
             if kind == "atomic":
-                return Phase(item["id"], item.get("tree"), transitions=trans, description=desc)
+                return Phase(item["id"], item["tree"], transitions=trans, description=desc)
             if kind == "compound":
                 kids = [phase(c, f"{where}.phases[{i}]")
                         for i, c in enumerate(item.get("phases") or ())]
