@@ -193,6 +193,7 @@ class RunContext:
         self.counters: dict[str, int] = {"retries": 0, "recoveries": 0, "replans": 0,
                                          "unknown_verdicts": 0}
         self.cancel_requested_at: dict[str, float] = {}
+        self.control_done_step: dict[str, int] = {}  # command id -> runtime timestep
         self.command_phase: dict[str, str] = {}
 
     def emit(self, kind: str, /, **fields: Any) -> None:

@@ -299,6 +299,9 @@ class Task:
             if kind == "final":
                 return Final(item["id"], reason=item.get("reason"), description=desc)
             if kind == "atomic":
+                if "tree" not in item:
+                    problems.append(f"{where}: an atomic phase needs a 'tree'")
+                    return None
                 return Phase(item["id"], item["tree"], transitions=trans, description=desc)
             if kind == "compound":
                 kids = [phase(c, f"{where}.phases[{i}]")

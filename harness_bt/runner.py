@@ -311,6 +311,13 @@ class TaskRunner:
             for name, s in self.skills.items()})
         ctx.emit("run_start", seed=ctx.seed, tick_period_s=self.tick_period_s,
                  budget=ctx.budget.to_dict())
+        prefix = f"{self.run_id}/"
+        adopted = [r.command_id for r in self.ledger.active()
+                   if r.command_id.startswith(prefix)]
+        for cid in adopted:  # a resumed run: reconcile what the last process left open
+            ctx.command_phase.setdefault(cid, cid[len(prefix):].split(".", 1)[0])
+        if adopted:
+            ctx.emit("resumed", open={cid: self.ledger.get(cid).state.value for cid in adopted})
         self.phase = "running"
         self.chart = self.task.chart_class(listeners=[_ChartHooks(self)])
         ctx.emit("chart", event="__initial__", source=None, target=None,
@@ -335,6 +342,8 @@ class TaskRunner:
                      changed=dict(change.reasons))
         for ev in res.events:
             if ev.command_id in self.ledger:
+                if ev.kind == "control_done" and ev.timestep is not None:
+                    ctx.control_done_step.setdefault(ev.command_id, ev.timestep)
                 self.ledger.apply(ev, now=now)
             else:
                 ctx.emit("orphan_event", command_id=ev.command_id, event=ev.to_wire())
@@ -595,7 +604,7 @@ class TaskRunner:
         )
         self.phase = "finished"
         ctx.emit("run_end", **self.result.to_dict())
-        self.trace.flush()
+        self.trace.close()  # the events stay in memory (``trace.events``)
 
     def close(self) -> None:
         """Close the trace file (the bridge and the ledger belong to the caller)."""

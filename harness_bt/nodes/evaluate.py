@@ -32,7 +32,8 @@ class Evaluate(HarnessNode):
     """Settle the command stored under blackboard ``command`` with an evaluator's verdict.
 
     The evaluator sees the postconditions (the skill's own, or ``postconditions``) and the latest
-    observation that arrived after the control action finished, never the executor's report.
+    observation that arrived after the control action finished (and, when the runtime stamps
+    timesteps, was taken at or after the control-done step), never the executor's report.
     The verdict and its evidence go to the ledger and to the blackboard (``output``, default
     ``<name>.verdict``).
 
@@ -145,8 +146,10 @@ class Evaluate(HarnessNode):
             return Status.RUNNING
         obs_at = ctx.world.latest_observation_at
         obs = ctx.world.latest_observation
+        step = ctx.control_done_step.get(cid)
         fresh = obs is not None and obs_at is not None and obs_at >= done_at and (
-            self._last_obs_at is None or obs_at > self._last_obs_at)
+            self._last_obs_at is None or obs_at > self._last_obs_at) and (
+            step is None or obs.timestep >= step)
         if not fresh:
             if ctx.now - self._waiting_since > self.observation_timeout_s:
                 return self._give_up(rec, ("no new observation within "

@@ -28,8 +28,9 @@ class SkillAction(HarnessNode):
     - **RUNNING**: the command is being planned, waits for its resources (held by another
       command, UNKNOWN ones included), is ACCEPTED or RUNNING in the runtime.
     - **SUCCESS**: the control action finished (ledger EVALUATING: *not* a verdict; an
-      :class:`~harness_bt.nodes.Evaluate` leaf settles it) or the command is already settled
-      SUCCEEDED (a resend after a restart found it done).
+      :class:`~harness_bt.nodes.Evaluate` leaf settles it; or UNKNOWN after a control-done,
+      e.g. after a restart) or the command is already settled SUCCEEDED (a resend after a
+      restart found it done: a step whose id is already in the ledger is never sent again).
     - **FAILURE**: invalid params or a broken physical contract, refused by the ledger (stale
       world, stale premises: nothing ran), aborted or stopped by the runtime, no progress for
       the skill's ``progress_timeout_ms`` (cancelled, reason ``NO_PROGRESS``), the skill's
@@ -201,16 +202,22 @@ class SkillAction(HarnessNode):
         try:
             ctx.ledger.submit(self.command, now=ctx.now)
         except LedgerError as exc:
-            if exc.code == "RESOURCE_BUSY":
+            if exc.code == "COMMAND_ID_CONFLICT":
+                # This step was issued before (a restarted run re-planning in a world that has
+                # moved on): the id names the step, so its existing record stands.
+                ctx.emit("adopted", phase=self.scope.phase, node_path=self.path,
+                         command_id=self.command.command_id, message=exc.message)
+            elif exc.code == "RESOURCE_BUSY":
                 if self._waiting_since is None:
                     self._waiting_since = ctx.now
                     ctx.emit("waiting", phase=self.scope.phase, node_path=self.path,
                              command_id=self.command.command_id, details=exc.details)
                 self.feedback_message = f"waiting: {exc.message}"
                 return Status.RUNNING
-            return self.fail(OutcomeKind.FAILED, exc.code,
-                             retryable=exc.code in _RETRYABLE_SUBMIT,
-                             command_id=self.command.command_id, message=exc.message)
+            else:
+                return self.fail(OutcomeKind.FAILED, exc.code,
+                                 retryable=exc.code in _RETRYABLE_SUBMIT,
+                                 command_id=self.command.command_id, message=exc.message)
         self.command_id = self.command.command_id
         ctx.blackboard.set(self.output, self.command_id, writer=self.path)
         self.scope.commands.append(self.command_id)
@@ -317,6 +324,10 @@ class SkillAction(HarnessNode):
                 ctx.count("replans")
             return self.fail(OutcomeKind.FAILED, f"REJECTED:{rec.reason}", command_id=cid,
                              retryable=retry, detail=rec.events[-1].detail if rec.events else "")
+        if state in (S.UNKNOWN, S.RECONCILING) and (
+                rec.control_done_seen or rec.prior_state is S.EVALUATING):
+            self.feedback_message = f"{state.value} after control done: to be evaluated"
+            return Status.SUCCESS
         if state in (S.UNKNOWN, S.RECONCILING):
             return self.fail(OutcomeKind.UNKNOWN, rec.reason, command_id=cid, retryable=False)
         breaker.record(False, ctx.now)

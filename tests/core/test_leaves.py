@@ -209,3 +209,26 @@ def test_a_failed_recovery_ends_the_branch_and_unknown_is_not_recovered() -> Non
                  rt, clock)
     assert runner.result.reason == "aborted_unknown"  # type: ignore[union-attr]
     assert runner.result.recoveries == 0 and rt.starts["grasp"] == 1  # type: ignore[union-attr]
+
+
+def test_evaluate_ignores_observations_taken_before_the_control_done_step() -> None:
+    import dataclasses
+
+    from harness_bt.testing import FakeRuntime
+
+    class LaggingCamera(FakeRuntime):
+        def observation(self):  # type: ignore[no-untyped-def]
+            return dataclasses.replace(super().observation(), timestep=self.timestep - 3)
+
+    clock = FakeClock()
+    rt = LaggingCamera(clock, scene=example_runtime(clock).scene)
+    rt.script("grasp", Script(duration_s=0.1, effect=grasp_effect))
+    runner = run(lambda: seq(SkillAction("close", "grasp", params={"object_id": "cup"},
+                                         output="g"), Evaluate("judge", "g")), rt, clock)
+    (verdict,) = runner.trace.of_kind("verdict")
+    done = next(e for e in runner.ledger.get("r/work.1/s/close#1").events
+                if e.op == "event:control_done")
+    step = runner.context.control_done_step["r/work.1/s/close#1"]
+    assert verdict["data"]["timestep"] >= step
+    assert verdict["mono"] > done.mono  # it waited for the camera to catch up
+    assert verdict["data"]["verdict"] == "SUCCEEDED"
