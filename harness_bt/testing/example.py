@@ -35,12 +35,14 @@ from harness_bt.world import WorldView
 
 __all__ = [
     "CUP",
+    "SCENARIOS",
     "TRAY",
     "example_runtime",
     "example_scene",
     "example_skills",
     "fetch_cup_task",
     "grasp_effect",
+    "run_example",
     "slip_effect",
 ]
 
@@ -259,3 +261,60 @@ def fetch_cup_task(*, pick_attempts: int = 2, grasp_budget: int = 2, max_observa
         budget=budget or TaskBudget(max_retries=6, max_time_s=60.0),
         description="navigate -> pick (observe, align, approach, close) -> evaluate -> place",
     )
+
+
+def _occluded_grasp(scene: FakeScene, cmd: Command) -> None:
+    grasp_effect(scene, cmd)
+    scene.occlude("cup", 0.2)
+
+
+def _scenario(name: str, clock: Clock) -> tuple[FakeRuntime, dict[str, Any]]:
+    if name == "clean":
+        return example_runtime(clock), {}
+    if name == "slip":
+        return example_runtime(clock, grasps=[Script(effect=slip_effect),
+                                              Script(effect=grasp_effect)]), {}
+    if name == "occlusion":
+        rt = example_runtime(clock, grasps=[Script(effect=_occluded_grasp)])
+        rt.at(1.12, lambda scene: scene.reveal("cup"))
+        return rt, {}
+    if name == "no-stop":
+        rt = example_runtime(clock, confirm_stops=False, grasps=[Script(outcome="hang")])
+        return rt, {"budget": TaskBudget(max_retries=6, max_time_s=5.0)}
+    if name == "duplicates":
+        rt = example_runtime(clock)
+        rt.duplicate(event="started", times=10)
+        rt.duplicate(event="control_done", times=10)
+        rt.delay(event="progress", by_s=0.5, times=2)
+        return rt, {}
+    if name == "budget":
+        return example_runtime(clock, grasps=[Script(outcome="aborted", reason="IK_FAILED")]), {}
+    raise KeyError(name)
+
+
+#: The scenarios :func:`run_example` knows (the acceptance scenarios of the orchestration core).
+SCENARIOS = ("clean", "slip", "occlusion", "no-stop", "duplicates", "budget")
+
+
+def run_example(scenario: str = "clean", *, trace: str | None = None,
+                tick_period_s: float = 0.05) -> Any:
+    """Run the running example under one of :data:`SCENARIOS` on a FakeClock; returns the
+    finished :class:`~harness_bt.TaskRunner`."""
+    from harness_bt.clock import FakeClock
+    from harness_bt.errors import DefinitionError
+    from harness_bt.registry import did_you_mean
+    from harness_bt.runner import TaskRunner
+
+    clock = FakeClock()
+    try:
+        rt, task_kw = _scenario(scenario, clock)
+    except KeyError:
+        raise DefinitionError(
+            "UNKNOWN_SCENARIO", f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}"
+            f"{did_you_mean(scenario, SCENARIOS)}") from None
+    runner = TaskRunner(fetch_cup_task(**task_kw), bridge=rt, clock=clock,
+                        skills=example_skills(), run_id="example", trace=trace,
+                        tick_period_s=tick_period_s)
+    runner.run(max_ticks=2_000)
+    runner.close()
+    return runner
