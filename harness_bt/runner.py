@@ -197,6 +197,8 @@ class TaskRunner:
         if self.ledger.premise_check is None:
             self.ledger.premise_check = self.world.premise_check
         ctx.budget.on_draw = lambda d: ctx.emit("budget", **d)
+        ctx.blackboard.on_write = lambda key, value, writer: ctx.emit(
+            "blackboard", key=key, writer=writer, value=value)
         ctx.breakers.on_change = lambda br, a, b: ctx.emit(
             "breaker", key=br.name, state_before=a.value, state_after=b.value,
             failures=br.failures)

@@ -6,12 +6,16 @@ Every event has ``seq`` (1, 2, ... per run), ``kind``, ``task_id``, ``run_id``, 
 (``task``) carries the whole task structure (phases, transitions, trees with node paths, kinds
 and params), so replay and drawings work from the trace file alone.
 
-Kinds: ``task``, ``run_start``, ``observation``, ``command`` (every ledger history entry),
-``dispatch``, ``cancel``, ``cancel_sent``, ``status`` (tick-status changes of one phase's tree),
-``phase_enter``, ``phase_exit``, ``chart`` (a transition, with the configuration after),
-``outcome`` (a tree ended), ``failure`` (why a node failed), ``budget`` (a retry / recovery draw),
-``breaker``, ``verdict`` (with evidence), ``recovery``, ``waiting``, ``reconcile``, ``latency``
-(``which`` = ``decision`` or ``protection``), ``notice``, ``error``, ``run_end`` (the result).
+Kinds: ``task``, ``run_start``, ``resumed`` (open commands adopted from the ledger),
+``observation``, ``command`` (every ledger history entry), ``dispatch``, ``cancel``,
+``cancel_sent``, ``adopted`` (a step already journaled), ``status`` (tick-status changes of one
+phase's tree), ``phase_enter``, ``phase_exit``, ``handover``, ``chart`` (a transition, with the
+configuration after), ``outcome`` (a tree ended), ``unhandled`` (no transition took it),
+``failure`` (why a node failed), ``budget`` (a retry / recovery draw, or the task time running
+out), ``breaker``, ``verdict`` (with evidence), ``recovery``, ``waiting`` (for a resource),
+``blackboard`` (a write), ``reconcile``, ``latency`` (``which`` = ``decision`` or
+``protection``), ``notice``, ``orphan_event``, ``error``, ``stop``, ``stalled``, ``draining``,
+``drain_timeout``, ``run_end`` (the result).
 
 :class:`TraceReader` rebuilds the state at any ``seq``: chart configuration, node statuses,
 command states, world version, counters.
@@ -116,6 +120,7 @@ class TraceState:
     counters: dict[str, int] = field(default_factory=dict)
     verdicts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     phases_visited: list[str] = field(default_factory=list)
+    blackboard: dict[str, Any] = field(default_factory=dict)
     result: dict[str, Any] | None = None
 
 
@@ -191,6 +196,8 @@ class TraceReader:
             elif kind == "verdict":
                 st.verdicts.setdefault(e["command_id"], []).append(
                     {"verdict": d["verdict"], "evidence": d["evidence"], "final": d["final"]})
+            elif kind == "blackboard":
+                st.blackboard[d["key"]] = d["value"]
             elif kind == "run_end":
                 st.result = d
         return st

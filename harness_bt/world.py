@@ -179,6 +179,10 @@ class WorldSnapshot:
     def premises(self) -> dict[str, int]:
         return {oid: obj.version for oid, obj in self.objects.items()}
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": self.version, "taken_at": self.taken_at,
+                "objects": {oid: obj.to_dict() for oid, obj in self.objects.items()}}
+
 
 class WorldView:
     """Read-only access to a :class:`WorldModel` at a given time (what contracts and evaluators

@@ -324,7 +324,10 @@ def test_trace_file_replays_the_run(tmp_path: Path) -> None:
     assert st.statuses["evaluate"]["hold_cup/hold_cup.try/grasp_ok"] == "FAILURE"
     assert st.statuses["evaluate"][f"{regrasp}/release/release.act"] == "RUNNING"
     assert st.statuses["evaluate"][f"{regrasp}/close_again"] == "INVALID"
+    assert st.blackboard["grasp"] == CLOSE  # the regrasp has not overwritten it yet
+    assert st.blackboard["plan"]["objects"]["cup"]["version"] == 1
     end = reader.state_at()
+    assert end.blackboard["grasp"] == REGRASP
     assert end.result is not None and end.result["outcome"] == "succeeded"
     assert end.commands == dict(runner.result.commands)  # type: ignore[union-attr]
     assert end.counters == {"recoveries": 1}
