@@ -436,13 +436,15 @@ class Task:
     def build_trees(self, nodes: NodeRegistry | None = None
                     ) -> dict[str, py_trees.behaviour.Behaviour]:
         """One fresh tree per atomic phase, paths assigned. Every problem is reported at once."""
-        registry = nodes or self.nodes
+        registry = nodes if nodes is not None else self.nodes
         trees: dict[str, py_trees.behaviour.Behaviour] = {}
         problems: list[str] = []
         for phase in self.atomic_phases():
             try:
                 if isinstance(phase.tree, Mapping):
-                    root = build_tree(phase.tree, registry or NodeRegistry(),
+                    if registry is None:
+                        registry = NodeRegistry(entry_points=True)
+                    root = build_tree(phase.tree, registry,
                                       where=f"phase {phase.id}")
                 else:
                     assert phase.tree is not None

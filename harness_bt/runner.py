@@ -20,23 +20,23 @@ import dataclasses
 import math
 import os
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import py_trees
 from py_trees.common import Status
 
-from harness_bt.bridge import RuntimeBridge, RuntimeState
+from harness_bt.bridge import RuntimeBridge
 from harness_bt.budget import BreakerBoard, Exhaustion, TaskBudget
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.context import Outcome, OutcomeKind, PhaseScope, RunContext
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.evaluation import EvaluatorRegistry
-from harness_bt.ledger import CommandRecord, CommandState, HistoryEntry, Ledger, Verdict
+from harness_bt.ledger import CommandRecord, CommandState, HistoryEntry, Ledger
 from harness_bt.nodes.base import HarnessNode, iter_nodes
 from harness_bt.nodes.registry import NodeRegistry
 from harness_bt.phases import GuardContext, Task
+from harness_bt.reconcile import Reconciler
+from harness_bt.result import TaskResult
 from harness_bt.skill import SkillRegistry
 from harness_bt.trace import Trace
 from harness_bt.world import Perception, WorldModel, scripted_perception
@@ -45,45 +45,6 @@ __all__ = ["TaskResult", "TaskRunner"]
 
 S = CommandState
 _OPEN = (S.ACCEPTED, S.RUNNING, S.CANCELING, S.EVALUATING, S.RECONCILING)
-
-
-@dataclass(frozen=True)
-class TaskResult:
-    """How a run ended.
-
-    ``outcome``: ``succeeded`` (final reason ``done``), ``aborted`` (a final ``aborted_<why>``
-    state, or the runner stopped a stalled / budget-exhausted chart), ``timeout`` or
-    ``max_ticks``. ``reason``: the final state's reason (``done``, ``aborted_<why>``) or the
-    runner's. ``commands``: every command of the run with its final state; ``unknowns``: those
-    left UNKNOWN (their resources stay held until reconciled).
-    """
-
-    task_id: str
-    run_id: str
-    outcome: str
-    reason: str
-    phases_visited: tuple[str, ...]
-    commands: Mapping[str, str]
-    command_reasons: Mapping[str, str]
-    retries: int
-    recoveries: int
-    replans: int
-    unknowns: tuple[str, ...]
-    unknown_verdicts: int
-    durations: Mapping[str, float]
-    ticks: int
-    decision_latency_s: tuple[float, ...] = ()
-    protection_latency_s: tuple[float | None, ...] = ()
-    trace_path: str | None = None
-    final_state: str | None = None
-    details: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def succeeded(self) -> bool:
-        return self.outcome == "succeeded"
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 class _ChartHooks:
@@ -107,6 +68,8 @@ class TaskRunner:
 
     Construction builds one tree per atomic phase and binds every node (unknown skills and
     evaluators are reported here, all at once). Nothing is sent until the first :meth:`tick`.
+    Without ``skills`` / ``nodes`` the registries are filled from the ``harness_bt.skills`` /
+    ``harness_bt.nodes`` entry points; evaluators default to the built-ins.
     ``trace`` is a path (JSONL), a :class:`Trace`, or None (in memory only).
     """
 
@@ -153,11 +116,12 @@ class TaskRunner:
             trace.task_id, trace.run_id = self.task_id, self.run_id
         else:
             self.trace = Trace(trace, clock=self.clock, task_id=self.task_id, run_id=self.run_id)
-        self.skills = skills or SkillRegistry()
+        self.skills = skills if skills is not None else SkillRegistry(entry_points=True)
         self.context = RunContext(
             task_id=self.task_id, run_id=self.run_id, robot_id=robot_id, ledger=self.ledger,
             bridge=bridge, clock=self.clock, world=self.world, skills=self.skills,
-            evaluators=evaluators or EvaluatorRegistry(), budget=(budget or task.budget).copy(),
+            evaluators=evaluators if evaluators is not None else EvaluatorRegistry(),
+            budget=(budget or task.budget).copy(),
             breakers=breakers or BreakerBoard(), trace=self.trace, seed=seed,
         )
         ctx = self.context
@@ -182,7 +146,6 @@ class TaskRunner:
         self._held: set[str] = set()
         self._handed_over: dict[str, str] = {}
         self._to_cancel: list[str] = []
-        self._last_query: dict[str, float] = {}
         self._entered_at: dict[str, float] = {}
         self._durations: dict[str, float] = {}
         self._transitions = 0
@@ -193,6 +156,7 @@ class TaskRunner:
         self._final_state: str | None = None
         self._started_at = 0.0
         self._drain_deadline = 0.0
+        self.reconciler = Reconciler(ctx, interval_s=reconcile_interval_s)
         self.ledger.add_listener(self._on_ledger)
         if self.ledger.premise_check is None:
             self.ledger.premise_check = self.world.premise_check
@@ -285,7 +249,7 @@ class TaskRunner:
         self.ledger.tick(now=now)
         for cid in self._to_cancel:
             ctx.send_cancel(cid)
-        self._reconcile(now)
+        self.reconciler.step(now)
         if self.phase == "running":
             self._tick_chart(now)
         if self.phase == "draining" and (self._drained() or now >= self._drain_deadline):
@@ -351,48 +315,6 @@ class TaskRunner:
                 ctx.emit("orphan_event", command_id=ev.command_id, event=ev.to_wire())
         for notice in res.notices:
             ctx.emit("notice", kind=notice.kind, worker_id=notice.worker_id, notice=notice.data)
-
-    def _reconcile(self, now: float) -> None:
-        """Query the runtime about our UNKNOWN commands (stop unconfirmed, restarted, lost
-        evidence) and settle what the answer proves; an evaluation that was UNKNOWN (control
-        done, evidence insufficient) is left to evaluation."""
-        ctx = self.context
-        for rec in self.ledger.active():
-            cid = rec.command_id
-            if rec.state is not S.UNKNOWN or cid not in ctx.command_phase:
-                continue
-            if now - self._last_query.get(cid, -math.inf) < self.reconcile_interval_s:
-                continue
-            self._last_query[cid] = now
-            try:
-                status = self.bridge.query(cid)
-            except BridgeError as exc:
-                ctx.breakers.get("bridge").record(False, now)
-                ctx.error("query", exc)
-                continue
-            for ev in sorted(status.events, key=lambda e: e.seq):
-                if ev.seq > rec.last_seq:
-                    self.ledger.apply(ev, now=now)
-            rs = status.state
-            action = "none"
-            if rec.state is S.UNKNOWN:
-                proof = rs in (RuntimeState.STOPPED, RuntimeState.ABORTED, RuntimeState.REJECTED,
-                               RuntimeState.NOT_FOUND) or (
-                    rs is RuntimeState.CONTROL_DONE and rec.stop_requested)
-                if proof:
-                    verdict = Verdict.CANCELED if rec.stop_requested else Verdict.FAILED
-                    self.ledger.reconcile(cid, now=now, note=f"runtime reports {rs.value}")
-                    self.ledger.verdict(cid, verdict, now=now, evidence=[
-                        f"runtime query: {rs.value}" + (f" ({status.reason})"
-                                                        if status.reason else "")])
-                    action = verdict.value
-                elif rec.stop_requested and rs in (RuntimeState.RUNNING, RuntimeState.STOPPING,
-                                                   RuntimeState.PENDING):
-                    ctx.send_cancel(cid)
-                    action = "stop_requested_again"
-            ctx.emit("reconcile", command_id=cid, runtime_state=rs.value,
-                     runtime_reason=status.reason, action=action,
-                     state_after=rec.state.value)
 
     def _tick_chart(self, now: float) -> None:
         ctx = self.context

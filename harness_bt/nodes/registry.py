@@ -147,7 +147,7 @@ def build_tree(spec: Mapping[str, Any], registry: NodeRegistry | None = None, *,
                where: str = "tree") -> Behaviour:
     """Build a tree from ``{"type": ..., "name": ..., <params>, <tree ports>}``. Every problem in
     the whole spec is reported at once, each with its place (``tree.children[2]``)."""
-    registry = registry or NodeRegistry()
+    registry = registry if registry is not None else NodeRegistry(entry_points=True)
     problems: list[str] = []
     built = _build(spec, registry, where, problems)
     if problems or built is None:
