@@ -332,3 +332,20 @@ def test_trace_file_replays_the_run(tmp_path: Path) -> None:
     assert end.commands == dict(runner.result.commands)  # type: ignore[union-attr]
     assert end.counters == {"recoveries": 1}
     assert reader.latencies("decision") == [0.0] * 7
+
+
+def test_the_monitor_region_fails_the_parallel_phase_and_halts_the_pick() -> None:
+    clock = FakeClock()
+    rt = example_runtime(clock)
+    rt.script("approach", Script(duration_s=1.0))
+    rt.at(0.8, lambda scene: scene.set("cup", removed=True))
+    runner = make(clock, rt)
+    views = run_to_end(runner, clock)
+    check_golden("monitor", views)
+    res = runner.result
+    assert res is not None and (res.outcome, res.reason) == ("aborted", "aborted_pick")
+    assert res.commands[APPROACH] == "CANCELED"  # halted by the exit, stop confirmed
+    assert rt.cancel_calls == [APPROACH]
+    outcome = next(e for e in runner.trace.of_kind("outcome") if e["data"]["phase"] == "watch")
+    assert outcome["data"]["event"] == "failed.watch"
+    assert [e["data"]["target"] for e in runner.trace.of_kind("chart")][-1] == "aborted_pick"
