@@ -186,3 +186,18 @@ def test_breaker_opens_after_repeated_failures() -> None:
 def test_constructor_refuses_a_param_given_twice() -> None:
     with pytest.raises(DefinitionError, match="params given twice"):
         SkillAction("x", "align", params={"target": [0, 0, 0]}, objects={"target": "cup"})
+
+
+def test_an_executor_that_goes_silent_mid_run_is_caught_by_no_progress() -> None:
+    clock = FakeClock()
+    rt = example_runtime(clock)
+    rt.script("navigate", Script(outcome="hang", progress_every_s=0.1, silent_after_s=0.35))
+    runner = runner_for(one_phase(lambda: nav()), clock, rt)
+    run_to_end(runner, clock)
+    rec = runner.ledger.get("r/work.1/go#1")
+    progress = [h for h in rec.events if h.op == "event:progress"]
+    assert len(progress) == 3  # 0.1, 0.2, 0.3 s; then silence
+    out = last_failure(runner)
+    assert out["reason"] == "NO_PROGRESS" and out["details"]["limit_s"] == 2.0
+    assert out["details"]["silent_s"] == pytest.approx(2.05, abs=0.051)
+    assert rec.state is CommandState.CANCELED  # the stop itself was still confirmed
