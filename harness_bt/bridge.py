@@ -94,7 +94,9 @@ class RuntimeBridge(Protocol):
     ``dispatch`` must be idempotent per command id (a resend returns the original answer with
     ``duplicate=True``); ``start_budget_ms`` is the start budget left when the harness sends it
     (the runtime must refuse to start it later). ``cancel`` asks for a stop; the confirmation
-    arrives later as a ``stopped`` event. ``query`` never changes anything.
+    arrives later as a ``stopped`` event. ``query`` never changes anything. Event sequence
+    numbers start at 1 per command (the harness records a refused dispatch acknowledgement as
+    that command's event 0).
     """
 
     def dispatch(self, command: Command, *, start_budget_ms: float | None = None) -> Ack: ...

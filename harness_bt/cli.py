@@ -47,6 +47,36 @@ def demo_ledger() -> None:
     raise typer.Exit(ledger_walkthrough())
 
 
+@app.command("example")
+def example(
+    scenario: str = typer.Argument("clean", help="clean, slip, occlusion, no-stop, "
+                                   "duplicates or budget"),
+    trace: str = typer.Option(None, "--trace", help="Write the JSONL trace here."),
+) -> None:
+    """Run the fetch-the-cup example against the fake runtime and print what happened."""
+    from rich.table import Table
+
+    from harness_bt.testing.example import run_example
+
+    runner = run_example(scenario, trace=trace)
+    res = runner.result
+    console = Console()
+    console.print(f"[bold]{res.outcome}[/] ({res.reason}) in {res.ticks} ticks, "
+                  f"{res.durations['total']:.2f} s simulated; phases: "
+                  f"{' -> '.join(res.phases_visited)}")
+    console.print(f"retries {res.retries}, recoveries {res.recoveries}, re-plans "
+                  f"{res.replans}, unknown verdicts {res.unknown_verdicts}, "
+                  f"left UNKNOWN: {', '.join(res.unknowns) or 'none'}")
+    table = Table(title="commands")
+    for col in ("command", "state", "reason"):
+        table.add_column(col, overflow="fold")
+    for cid, state in res.commands.items():
+        table.add_row(cid, state, res.command_reasons[cid])
+    console.print(table)
+    if trace:
+        console.print(f"trace: {trace} ({len(runner.trace.events)} events)")
+
+
 def _load_plugins() -> None:
     for ep in entry_points(group="harness_bt.commands"):
         try:

@@ -521,7 +521,9 @@ class Ledger:
     def tick(self, *, now: float) -> list[HistoryEntry]:
         """Enforce deadlines at ``now`` and return the transitions it made.
 
-        ACCEPTED past its start deadline -> REJECTED (EXPIRED_COMMAND); RUNNING past its
+        ACCEPTED past its start deadline -> REJECTED (EXPIRED_COMMAND) if it was never
+        dispatched, else CANCELING (START_UNCONFIRMED: it may have started and its events been
+        lost, so tell the runtime to stop; resources stay held); RUNNING past its
         execution timeout -> CANCELING (EXECUTION_TIMEOUT: tell the runtime to stop); CANCELING
         past its stop deadline -> UNKNOWN (STOP_UNCONFIRMED). Terminal records older than the
         retention are dropped.
@@ -533,8 +535,17 @@ class Ledger:
             for rec in self._active.values():
                 state = rec.state
                 if state is S.ACCEPTED and now >= rec.start_deadline:
-                    entries.append(self._move(rec, S.REJECTED, LedgerCode.EXPIRED_COMMAND.value,
-                                              now, "tick", detail="start deadline passed"))
+                    if rec.dispatched_at is None:
+                        entries.append(self._move(rec, S.REJECTED,
+                                                  LedgerCode.EXPIRED_COMMAND.value, now, "tick",
+                                                  detail="start deadline passed"))
+                    else:
+                        # Sent, but no start seen: it may be running (the event lost), so it is
+                        # stopped, not forgotten; its resources stay held until confirmed.
+                        entries.append(self._move(
+                            rec, S.CANCELING, "START_UNCONFIRMED", now, "tick",
+                            stop_deadline=now + self.default_stop_timeout_s,
+                            detail="dispatched, no start seen before the start deadline"))
                 elif (state is S.RUNNING and rec.exec_deadline is not None
                       and now >= rec.exec_deadline):
                     entries.append(self._move(rec, S.CANCELING, "EXECUTION_TIMEOUT", now, "tick",

@@ -1,0 +1,259 @@
+"""What the nodes of one run share, and what one phase activation owns.
+
+:class:`RunContext` is injected into every node by ``setup(context=..., scope=...)``: the ledger,
+the bridge, the clock, the world model, the registries, the task budget, the breakers, the
+blackboard and the trace. :class:`PhaseScope` belongs to one atomic phase state: its activation
+number (part of every command id), the commands its tree created, and the failure outcomes its
+nodes recorded (so a tree's FAILURE becomes ``failed``, ``unknown`` or ``budget_exhausted``).
+
+The blackboard is per run (py_trees' own blackboard is process-global, which would let two runs
+in one process see each other's keys).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from harness_bt.bridge import Ack, RuntimeBridge
+from harness_bt.budget import BreakerBoard, TaskBudget
+from harness_bt.clock import Clock
+from harness_bt.errors import BridgeError, HarnessError
+from harness_bt.evaluation import EvaluatorRegistry
+from harness_bt.ledger import CommandState, Ledger
+from harness_bt.skill import SkillRegistry
+from harness_bt.world import WorldModel
+
+if TYPE_CHECKING:
+    from harness_bt.trace import Trace
+
+__all__ = ["Blackboard", "Outcome", "OutcomeKind", "PhaseScope", "RunContext"]
+
+
+class OutcomeKind(str, Enum):
+    """How a tree (or a node) ended. The values are the chart event names a phase raises."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Why a node failed (or how a tree ended): kind, a named reason, where, and whether a retry
+    may help. ``cause`` is the outcome this one wraps (the last attempt's failure behind an
+    exhausted budget)."""
+
+    kind: OutcomeKind
+    reason: str = ""
+    node_path: str = ""
+    retryable: bool = True
+    command_id: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    cause: Outcome | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind.value, "reason": self.reason, "node_path": self.node_path,
+            "retryable": self.retryable,
+        }
+        if self.command_id:
+            out["command_id"] = self.command_id
+        if self.details:
+            out["details"] = dict(self.details)
+        if self.cause is not None:
+            out["cause"] = self.cause.to_dict()
+        return out
+
+
+class Blackboard:
+    """The run's key-value board. Writes are traced (key, writer, value summary)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.on_write: Callable[[str, Any, str], None] | None = None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def set(self, key: str, value: Any, *, writer: str = "") -> None:
+        self._data[key] = value
+        if self.on_write is not None:
+            self.on_write(key, value, writer)
+
+    def unset(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._data)
+
+
+class PhaseScope:
+    """One atomic phase state's binding to its tree, for the whole run.
+
+    ``activation`` counts entries (1 on the first); ``commands`` lists the command ids its tree
+    created in the current activation; ``handover`` the ones a later phase will settle.
+    """
+
+    def __init__(self, phase: str, context: RunContext) -> None:
+        self.phase = phase
+        self.context = context
+        self.activation = 0
+        self.commands: list[str] = []
+        self.handover: set[str] = set()
+        self.last_failure: Outcome | None = None
+        self.last_failure_tick = -1
+        self.node_attempts: dict[str, int] = {}
+
+    def enter(self) -> None:
+        self.activation += 1
+        self.commands = []
+        self.handover = set()
+        self.last_failure = None
+        self.last_failure_tick = -1
+        self.node_attempts = {}
+
+    def next_attempt(self, node_path: str) -> int:
+        n = self.node_attempts.get(node_path, 0) + 1
+        self.node_attempts[node_path] = n
+        return n
+
+    def command_id(self, node_path: str, attempt: int) -> str:
+        """Deterministic from run, phase, activation, node path and attempt."""
+        return f"{self.context.run_id}/{self.phase}.{self.activation}/{node_path}#{attempt}"
+
+    def record(self, outcome: Outcome, *, emit: bool = True) -> Outcome:
+        """Remember why a node failed this tick (the most recent record explains the tree)."""
+        self.last_failure = outcome
+        self.last_failure_tick = self.context.tick
+        if emit:
+            self.context.emit("failure", phase=self.phase, node_path=outcome.node_path,
+                              command_id=outcome.command_id, outcome=outcome.to_dict())
+        return outcome
+
+    def failure_this_tick(self) -> Outcome | None:
+        if self.last_failure_tick == self.context.tick:
+            return self.last_failure
+        return None
+
+
+class RunContext:
+    """Everything the nodes of one run share. Built by :class:`harness_bt.TaskRunner`."""
+
+    def __init__(
+        self,
+        *,
+        task_id: str,
+        run_id: str,
+        robot_id: str,
+        ledger: Ledger,
+        bridge: RuntimeBridge,
+        clock: Clock,
+        world: WorldModel,
+        skills: SkillRegistry,
+        evaluators: EvaluatorRegistry,
+        budget: TaskBudget,
+        breakers: BreakerBoard,
+        trace: Trace,
+        seed: int = 0,
+    ) -> None:
+        self.task_id = task_id
+        self.run_id = run_id
+        self.robot_id = robot_id
+        self.ledger = ledger
+        self.bridge = bridge
+        self.clock = clock
+        self.world = world
+        self.skills = skills
+        self.evaluators = evaluators
+        self.budget = budget
+        self.breakers = breakers
+        self.trace = trace
+        self.seed = seed
+        self.blackboard = Blackboard()
+        self.tick = 0
+        self.plan_version = 0
+        self.now = clock.monotonic()
+        self.counters: dict[str, int] = {"retries": 0, "recoveries": 0, "replans": 0,
+                                         "unknown_verdicts": 0}
+        self.cancel_requested_at: dict[str, float] = {}
+        self.control_done_step: dict[str, int] = {}  # command id -> runtime timestep
+        self.command_phase: dict[str, str] = {}
+
+    def emit(self, kind: str, /, **fields: Any) -> None:
+        self.trace.emit(kind, **fields)
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.counters[name] = self.counters.get(name, 0) + n
+
+    # ------------------------------------------------------------------ bridge calls
+
+    def send(self, command_id: str) -> Ack | None:
+        """Send an ACCEPTED, dispatched command to the runtime (idempotent per id: a resend after a
+        transport failure is safe). Returns the ack, or None when the transport failed."""
+        rec = self.ledger.get(command_id)
+        breaker = self.breakers.get("bridge")
+        if not breaker.allow(self.now):
+            self.emit("dispatch", command_id=command_id, sent=False, reason="CIRCUIT_OPEN:bridge")
+            return None
+        try:
+            ack = self.bridge.dispatch(rec.command,
+                                       start_budget_ms=rec.start_budget_left_ms(self.now))
+        except BridgeError as exc:
+            breaker.record(False, self.now)
+            self.emit("dispatch", command_id=command_id, sent=False, error=exc.to_dict())
+            return None
+        breaker.record(True, self.now)
+        self.emit("dispatch", command_id=command_id, sent=True, accepted=ack.accepted,
+                  duplicate=ack.duplicate, runtime_state=ack.state.value, reason=ack.reason,
+                  start_budget_ms=rec.start_budget_left_ms(self.now))
+        return ack
+
+    def cancel(self, command_id: str, *, why: str, stop_timeout_s: float | None = None) -> None:
+        """Ask for a stop through the ledger, and tell the runtime when the ledger says so. The
+        resource stays held until the stop is confirmed (or the command is reconciled)."""
+        rec = self.ledger.find(command_id)
+        if rec is None or rec.terminal:
+            return
+        before = rec.state
+        rec = self.ledger.cancel(command_id, now=self.now, stop_timeout_s=stop_timeout_s)
+        self.emit("cancel", command_id=command_id, why=why, state_before=before.value,
+                  state_after=rec.state.value)
+        if rec.state is CommandState.CANCELING:
+            self.cancel_requested_at.setdefault(command_id, self.now)
+            self.send_cancel(command_id)
+
+    def send_cancel(self, command_id: str) -> None:
+        try:
+            ack = self.bridge.cancel(command_id)
+        except BridgeError as exc:
+            self.breakers.get("bridge").record(False, self.now)
+            self.emit("cancel_sent", command_id=command_id, sent=False, error=exc.to_dict())
+            return
+        self.emit("cancel_sent", command_id=command_id, sent=True, accepted=ack.accepted,
+                  runtime_state=ack.state.value, reason=ack.reason)
+
+    def latency(self, which: str, seconds: float | None, **fields: Any) -> None:
+        """Record a decision latency (observation in -> command out) or a protection latency
+        (stop requested -> stop confirmed); the two are kept apart."""
+        value = None if seconds is None or not math.isfinite(seconds) else seconds
+        self.emit("latency", which=which, seconds=value, **fields)
+
+    def error(self, where: str, exc: HarnessError) -> None:
+        self.emit("error", where=where, error=exc.to_dict())

@@ -1,0 +1,496 @@
+"""Task phases as a statechart (python-statemachine), declared from plain data.
+
+A :class:`Task` is a list of phases: :class:`Phase` (atomic, binds one behaviour tree),
+:class:`Compound` (nested phases, one active at a time), :class:`Parallel` (regions active side by
+side, e.g. a monitor tree beside the main one) and :class:`Final` (a terminal reason: ``done`` or
+``aborted_<why>`` at the top level). Transitions (:func:`on`) fire on tree outcomes: when a
+phase's tree ends, the phase raises ``succeeded``, ``failed``, ``unknown`` or
+``budget_exhausted``, scoped to that phase (``failed.<phase id>``). A transition declared on a
+compound or parallel phase catches that outcome from any phase inside it; ``done`` fires when a
+compound or parallel phase reaches its final state(s). A guard sees the :class:`Outcome` (kind,
+reason, node path) and the run's blackboard and world.
+
+The chart class is built with ``statemachine.io.create_machine_class_from_definition`` from the
+neutral dict this module compiles, and validated as a whole (every problem reported at once)
+before anything runs. Trees are built per run, from a factory or a node-spec dict.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import py_trees
+from statemachine import StateChart
+from statemachine.exceptions import InvalidDefinition
+from statemachine.io import create_machine_class_from_definition
+
+from harness_bt.budget import TaskBudget
+from harness_bt.context import Outcome, OutcomeKind
+from harness_bt.errors import DefinitionError
+from harness_bt.nodes.base import assign_paths
+from harness_bt.nodes.registry import NodeRegistry, build_tree, describe_tree
+
+__all__ = [
+    "Compound",
+    "Final",
+    "GuardContext",
+    "On",
+    "Parallel",
+    "Phase",
+    "PhaseSpec",
+    "Task",
+    "on",
+]
+
+TreeSource = Callable[[], py_trees.behaviour.Behaviour] | Mapping[str, Any]
+OUTCOME_EVENTS = tuple(k.value for k in OutcomeKind)
+_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class GuardContext:
+    """What a transition guard sees."""
+
+    outcome: Outcome
+    blackboard: Any
+    world: Any
+
+
+@dataclass(frozen=True, slots=True)
+class On:
+    """A transition: on ``event`` (an outcome word, ``done``, or a raw chart event) go to
+    ``target``, if ``reason`` (when given) equals the outcome's reason and ``guard`` (when given)
+    returns True. Transitions of a phase are tried in order."""
+
+    event: str
+    target: str
+    reason: str | None = None
+    guard: Callable[[GuardContext], bool] | None = None
+    description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"event": self.event, "target": self.target}
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.guard is not None:
+            out["guard"] = getattr(self.guard, "__name__", "guard")
+        if self.description:
+            out["description"] = self.description
+        return out
+
+
+def on(event: str, target: str, *, reason: str | None = None,
+       guard: Callable[[GuardContext], bool] | None = None, description: str = "") -> On:
+    """``on("failed", "recover_grasp", reason="POSTCONDITION_NOT_MET")``."""
+    return On(event, target, reason, guard, description)
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    id: str
+    transitions: tuple[On, ...] = ()
+    description: str = ""
+
+    @property
+    def kind(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Phase(PhaseSpec):
+    """An atomic phase: ``tree`` is a factory (called once per run) or a node-spec dict."""
+
+    tree: TreeSource | None = None
+
+    def __init__(self, id: str, tree: TreeSource, *, transitions: Sequence[On] = (),
+                 description: str = "") -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "tree", tree)
+        object.__setattr__(self, "transitions", tuple(transitions))
+        object.__setattr__(self, "description", description)
+
+    @property
+    def kind(self) -> str:
+        return "atomic"
+
+
+@dataclass(frozen=True)
+class Compound(PhaseSpec):
+    """Nested phases, one active at a time; ``initial`` defaults to the first."""
+
+    phases: tuple[PhaseSpec, ...] = ()
+    initial: str | None = None
+
+    def __init__(self, id: str, phases: Sequence[PhaseSpec], *, initial: str | None = None,
+                 transitions: Sequence[On] = (), description: str = "") -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "phases", tuple(phases))
+        object.__setattr__(self, "initial", initial)
+        object.__setattr__(self, "transitions", tuple(transitions))
+        object.__setattr__(self, "description", description)
+
+    @property
+    def kind(self) -> str:
+        return "compound"
+
+
+@dataclass(frozen=True)
+class Parallel(PhaseSpec):
+    """Regions active side by side (each an atomic or compound phase)."""
+
+    regions: tuple[PhaseSpec, ...] = ()
+
+    def __init__(self, id: str, regions: Sequence[PhaseSpec], *, transitions: Sequence[On] = (),
+                 description: str = "") -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "regions", tuple(regions))
+        object.__setattr__(self, "transitions", tuple(transitions))
+        object.__setattr__(self, "description", description)
+
+    @property
+    def kind(self) -> str:
+        return "parallel"
+
+
+@dataclass(frozen=True)
+class Final(PhaseSpec):
+    """A final state. At the top level its ``reason`` (default: its id) ends the task and must be
+    ``done`` or start with ``aborted_``."""
+
+    reason: str = ""
+
+    def __init__(self, id: str, *, reason: str | None = None, description: str = "") -> None:
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "reason", reason if reason is not None else id)
+        object.__setattr__(self, "transitions", ())
+        object.__setattr__(self, "description", description)
+
+    @property
+    def kind(self) -> str:
+        return "final"
+
+
+def _children(spec: PhaseSpec) -> tuple[PhaseSpec, ...]:
+    if isinstance(spec, Compound):
+        return spec.phases
+    if isinstance(spec, Parallel):
+        return spec.regions
+    return ()
+
+
+def _walk(specs: Sequence[PhaseSpec]) -> Iterator[PhaseSpec]:
+    for spec in specs:
+        yield spec
+        yield from _walk(_children(spec))
+
+
+def _atomic_ids(spec: PhaseSpec) -> list[str]:
+    return [s.id for s in _walk([spec]) if isinstance(s, Phase)]
+
+
+def _cond(on_: On) -> Callable[..., bool]:
+    """A transition guard as the chart engine calls it (kwargs injected by name)."""
+
+    def cond(outcome: Outcome | None = None, guard_context: GuardContext | None = None,
+             **_: Any) -> bool:
+        if on_.reason is not None and (outcome is None or outcome.reason != on_.reason):
+            return False
+        if on_.guard is not None:
+            return guard_context is not None and bool(on_.guard(guard_context))
+        return True
+
+    cond.__name__ = cond.__qualname__ = f"guard_{on_.event}_to_{on_.target}"
+    return cond
+
+
+class Task:
+    """A task: phases, the initial one, a budget. Building it validates everything and compiles
+    the chart class; nothing runs until a :class:`harness_bt.TaskRunner` ticks it.
+
+    >>> import py_trees
+    >>> t = Task("hello", [Phase("work", lambda: py_trees.behaviours.Success("ok"),
+    ...                          transitions=[on("succeeded", "done"),
+    ...                                       on("failed", "aborted_work")]),
+    ...                    Final("done"), Final("aborted_work")])
+    >>> [s.id for s in t.chart_class.states]
+    ['work', 'done', 'aborted_work']
+    """
+
+    def __init__(self, name: str, phases: Sequence[PhaseSpec], *, initial: str | None = None,
+                 budget: TaskBudget | None = None, description: str = "",
+                 version: str = "1", nodes: NodeRegistry | None = None) -> None:
+        self.name = name
+        self.phases = tuple(phases)
+        self.initial = initial
+        self.budget = budget or TaskBudget()
+        self.description = description
+        self.version = version
+        self.nodes = nodes
+        problems = self.problems()
+        if problems:
+            raise DefinitionError(
+                "INVALID_TASK", f"task {name!r} has {len(problems)} problem(s): "
+                + "; ".join(problems), where=f"task {name}", details={"problems": problems},
+                fix="fix every problem listed, then build the task again",
+            )
+        self.specs: dict[str, PhaseSpec] = {s.id: s for s in _walk(self.phases)}
+        try:
+            self.chart_class: type[StateChart] = create_machine_class_from_definition(
+                _class_name(name), states=self._definition(), catch_errors_as_events=False,
+            )
+        except InvalidDefinition as exc:
+            raise DefinitionError("INVALID_TASK", f"task {name!r}: the chart is invalid: {exc}",
+                                  where=f"task {name}") from exc
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, nodes: NodeRegistry | None = None,
+                  guards: Mapping[str, Callable[[GuardContext], bool]] | None = None) -> Task:
+        """Build a task from the neutral dict form (what a YAML / JSON file maps onto)::
+
+            {"name": "fetch", "initial": "navigate", "budget": {"max_retries": 3},
+             "phases": [
+               {"id": "navigate", "tree": {<node spec>},
+                "transitions": [{"event": "succeeded", "target": "done"},
+                                {"event": "failed", "target": "aborted_nav",
+                                 "reason": "NO_PROGRESS", "guard": "<name in guards>"}]},
+               {"id": "pick", "kind": "parallel", "regions": [...], "transitions": [...]},
+               {"id": "deliver", "kind": "compound", "initial": "...", "phases": [...]},
+               {"id": "done", "kind": "final", "reason": "done"}]}
+
+        ``kind`` defaults from the keys (``tree``: atomic, ``phases``: compound, ``regions``:
+        parallel). Every problem is reported at once, each with its place.
+        """
+        problems: list[str] = []
+        guards = dict(guards or {})
+
+        def transitions(items: Any, where: str) -> list[On]:
+            out = []
+            for i, t in enumerate(items or ()):
+                here = f"{where}.transitions[{i}]"
+                if not isinstance(t, Mapping) or "event" not in t or "target" not in t:
+                    problems.append(f"{here}: needs 'event' and 'target'")
+                    continue
+                guard = None
+                if t.get("guard") is not None:
+                    guard = guards.get(str(t["guard"]))
+                    if guard is None:
+                        from harness_bt.registry import did_you_mean
+                        problems.append(f"{here}: unknown guard {t['guard']!r}; known: "
+                                        f"{', '.join(sorted(guards)) or '(none)'}"
+                                        f"{did_you_mean(str(t['guard']), list(guards))}")
+                out.append(On(str(t["event"]), str(t["target"]), t.get("reason"), guard,
+                              str(t.get("description", ""))))
+            return out
+
+        def phase(item: Any, where: str) -> PhaseSpec | None:
+            if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+                problems.append(f"{where}: a phase needs a string 'id'")
+                return None
+            where = f"{where} ({item['id']})"
+            kind = item.get("kind") or ("final" if item.get("final") else
+                                        "atomic" if "tree" in item else
+                                        "compound" if "phases" in item else
+                                        "parallel" if "regions" in item else None)
+            trans = transitions(item.get("transitions"), where)
+            desc = str(item.get("description", ""))
+            if kind == "final":
+                return Final(item["id"], reason=item.get("reason"), description=desc)
+            if kind == "atomic":
+                if "tree" not in item:
+                    problems.append(f"{where}: an atomic phase needs a 'tree'")
+                    return None
+                return Phase(item["id"], item["tree"], transitions=trans, description=desc)
+            if kind == "compound":
+                kids = [phase(c, f"{where}.phases[{i}]")
+                        for i, c in enumerate(item.get("phases") or ())]
+                return Compound(item["id"], [k for k in kids if k is not None],
+                                initial=item.get("initial"), transitions=trans,
+                                description=desc)
+            if kind == "parallel":
+                kids = [phase(c, f"{where}.regions[{i}]")
+                        for i, c in enumerate(item.get("regions") or ())]
+                return Parallel(item["id"], [k for k in kids if k is not None],
+                                transitions=trans, description=desc)
+            problems.append(f"{where}: kind {kind!r} must be atomic, compound, parallel or "
+                            "final (or give tree / phases / regions)")
+            return None
+
+        specs = [phase(p, f"phases[{i}]") for i, p in enumerate(data.get("phases") or ())]
+        budget = data.get("budget")
+        if budget is not None and not isinstance(budget, Mapping):
+            problems.append("budget: expected {max_retries, max_time_s}")
+            budget = None
+        if problems:
+            raise DefinitionError(
+                "INVALID_TASK", f"task {data.get('name')!r}: {len(problems)} problem(s): "
+                + "; ".join(problems), details={"problems": problems})
+        return cls(str(data.get("name", "")), [s for s in specs if s is not None],
+                   initial=data.get("initial"),
+                   budget=TaskBudget(**budget) if budget else None,
+                   description=str(data.get("description", "")),
+                   version=str(data.get("version", "1")), nodes=nodes)
+
+    # ------------------------------------------------------------------ validation
+
+    def problems(self) -> list[str]:
+        out: list[str] = []
+        if not isinstance(self.name, str) or not self.name.strip():
+            out.append(f"task name {self.name!r} must be non-empty")
+        if not self.phases:
+            out.append("a task needs at least one phase")
+        seen: set[str] = set()
+        for spec in _walk(self.phases):
+            if not isinstance(spec, PhaseSpec):
+                out.append(f"{spec!r} is not a Phase, Compound, Parallel or Final")
+                continue
+            if not isinstance(spec.id, str) or not _ID.match(spec.id):
+                out.append(f"phase id {spec.id!r} must be an identifier (letters, digits, _)")
+            if spec.id in seen:
+                out.append(f"phase id {spec.id!r} is used twice")
+            seen.add(spec.id)
+            if isinstance(spec, Phase) and not (callable(spec.tree)
+                                                or isinstance(spec.tree, Mapping)):
+                out.append(f"phase {spec.id!r}: tree must be a factory or a node-spec dict")
+            if isinstance(spec, Compound | Parallel) and not _children(spec):
+                out.append(f"{spec.kind} phase {spec.id!r} has no phases inside")
+            if isinstance(spec, Compound) and spec.initial is not None and spec.initial not in {
+                    c.id for c in spec.phases}:
+                out.append(f"compound {spec.id!r}: initial {spec.initial!r} is not one of its "
+                           f"phases {[c.id for c in spec.phases]}")
+            if isinstance(spec, Parallel):
+                for region in spec.regions:
+                    if isinstance(region, Final | Parallel):
+                        out.append(f"parallel {spec.id!r}: region {region.id!r} must be an "
+                                   "atomic or compound phase")
+        for spec in self.phases:
+            if isinstance(spec, Final) and not (spec.reason == "done"
+                                                or spec.reason.startswith("aborted_")):
+                out.append(f"top-level final {spec.id!r}: reason {spec.reason!r} must be 'done' "
+                           "or start with 'aborted_'")
+        ids = {s.id for s in _walk(self.phases) if isinstance(s, PhaseSpec)}
+        for spec in _walk(self.phases):
+            for t in getattr(spec, "transitions", ()):
+                if not isinstance(t, On):
+                    out.append(f"phase {spec.id!r}: transition {t!r} is not an On (use on())")
+                    continue
+                if t.target not in ids:
+                    from harness_bt.registry import did_you_mean
+                    out.append(f"phase {spec.id!r}: transition on {t.event!r} targets unknown "
+                               f"phase {t.target!r}{did_you_mean(t.target, ids)}")
+                if t.event == "done" and not isinstance(spec, Compound | Parallel):
+                    out.append(f"phase {spec.id!r}: 'done' fires only on compound or parallel "
+                               "phases")
+        if self.initial is not None and self.initial not in {s.id for s in self.phases}:
+            out.append(f"initial {self.initial!r} is not a top-level phase")
+        if self.phases and not any(isinstance(s, Final) for s in self.phases):
+            out.append("the task has no top-level Final phase: it could never end")
+        return out
+
+    # ------------------------------------------------------------------ compilation
+
+    def _event(self, spec: PhaseSpec, event: str) -> str:
+        if event in OUTCOME_EVENTS:
+            return " ".join(f"{event}.{a}" for a in _atomic_ids(spec))
+        if event == "done":
+            return f"done.state.{spec.id}"
+        return event
+
+    def _state(self, spec: PhaseSpec, initial: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": spec.id}
+        if initial:
+            out["initial"] = True
+        if isinstance(spec, Final):
+            out["final"] = True
+        if isinstance(spec, Compound):
+            first = spec.initial or spec.phases[0].id
+            out["states"] = {c.id: self._state(c, c.id == first) for c in spec.phases}
+        if isinstance(spec, Parallel):
+            out["parallel"] = True
+            out["states"] = {c.id: self._state(c, False) for c in spec.regions}
+        if spec.transitions:
+            events: dict[str, list[dict[str, Any]]] = {}
+            for t in spec.transitions:
+                entry: dict[str, Any] = {"target": t.target}
+                if t.reason is not None or t.guard is not None:
+                    entry["cond"] = _cond(t)
+                events.setdefault(self._event(spec, t.event), []).append(entry)
+            out["on"] = events
+        return out
+
+    def _definition(self) -> dict[str, Any]:
+        first = self.initial or self.phases[0].id
+        return {s.id: self._state(s, s.id == first) for s in self.phases}
+
+    # ------------------------------------------------------------------ per run
+
+    def atomic_phases(self) -> list[Phase]:
+        return [s for s in _walk(self.phases) if isinstance(s, Phase)]
+
+    def final_reason(self, state_id: str) -> str | None:
+        spec = self.specs.get(state_id)
+        return spec.reason if isinstance(spec, Final) else None
+
+    def build_trees(self, nodes: NodeRegistry | None = None
+                    ) -> dict[str, py_trees.behaviour.Behaviour]:
+        """One fresh tree per atomic phase, paths assigned. Every problem is reported at once."""
+        registry = nodes if nodes is not None else self.nodes
+        trees: dict[str, py_trees.behaviour.Behaviour] = {}
+        problems: list[str] = []
+        for phase in self.atomic_phases():
+            try:
+                if isinstance(phase.tree, Mapping):
+                    if registry is None:
+                        registry = NodeRegistry(entry_points=True)
+                    root = build_tree(phase.tree, registry,
+                                      where=f"phase {phase.id}")
+                else:
+                    assert phase.tree is not None
+                    root = phase.tree()
+                if not isinstance(root, py_trees.behaviour.Behaviour):
+                    raise DefinitionError("INVALID_TREE", f"phase {phase.id!r}: the tree "
+                                          f"factory returned {type(root).__name__}")
+                assign_paths(root, where=f"phase {phase.id}")
+                trees[phase.id] = root
+            except DefinitionError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise DefinitionError("INVALID_TASK", f"task {self.name!r}: " + " | ".join(problems),
+                                  details={"problems": problems})
+        return trees
+
+    def structure(self, trees: Mapping[str, py_trees.behaviour.Behaviour] | None = None
+                  ) -> dict[str, Any]:
+        """The task as data: phases (nested), transitions, trees (node paths, kinds, params)."""
+        def phase(spec: PhaseSpec) -> dict[str, Any]:
+            out: dict[str, Any] = {"id": spec.id, "kind": spec.kind}
+            if spec.description:
+                out["description"] = spec.description
+            if isinstance(spec, Final):
+                out["reason"] = spec.reason
+            if isinstance(spec, Compound):
+                out["initial"] = spec.initial or spec.phases[0].id
+            kids = _children(spec)
+            if kids:
+                out["phases"] = [phase(c) for c in kids]
+            if spec.transitions:
+                out["transitions"] = [t.to_dict() for t in spec.transitions]
+            return out
+        trees = trees if trees is not None else self.build_trees()
+        return {
+            "task": self.name,
+            "version": self.version,
+            "description": self.description,
+            "initial": self.initial or self.phases[0].id,
+            "budget": self.budget.to_dict(),
+            "phases": [phase(s) for s in self.phases],
+            "trees": {pid: describe_tree(root) for pid, root in trees.items()},
+        }
+
+
+def _class_name(name: str) -> str:
+    parts = re.split(r"[^A-Za-z0-9]+", name)
+    text = "".join(p[:1].upper() + p[1:] for p in parts if p) or "Task"
+    return text if text[0].isalpha() else f"Task{text}"

@@ -1,0 +1,539 @@
+"""The task runner: one tick = poll the runtime, enforce deadlines, reconcile UNKNOWN commands,
+tick the tree of every active phase, turn tree results into chart events, trace every change.
+
+Lifecycle of a run: ``idle`` -> ``running`` (the chart is live) -> ``draining`` (the chart ended
+or the run was stopped: every open command is cancelled and the runner keeps polling until
+each one is terminal or UNKNOWN, bounded by the stop timeouts) -> ``finished`` (``result``).
+
+When a phase exits, its tree is halted (a RUNNING SkillAction cancels its command; the
+resource is free only when the stop is confirmed or reconciled) and every command its
+activation created that is still open is closed: ACCEPTED / RUNNING are cancelled; EVALUATING
+ones are cancelled (CANCELED_AFTER_CONTROL_DONE: nobody will judge them) unless their
+SkillAction has ``handover=True``, in which case they stay open for a later phase's Evaluate
+until the task ends. Nothing is left EVALUATING or holding a resource forever: at the end of
+the run every open command is cancelled, and UNKNOWN ones are reported in the result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import uuid
+from typing import Any
+
+import py_trees
+from py_trees.common import Status
+
+from harness_bt.bridge import RuntimeBridge
+from harness_bt.budget import BreakerBoard, Exhaustion, TaskBudget
+from harness_bt.clock import Clock, SystemClock
+from harness_bt.context import Outcome, OutcomeKind, PhaseScope, RunContext
+from harness_bt.errors import BridgeError, DefinitionError
+from harness_bt.evaluation import EvaluatorRegistry
+from harness_bt.ledger import CommandRecord, CommandState, HistoryEntry, Ledger
+from harness_bt.nodes.base import HarnessNode, iter_nodes
+from harness_bt.nodes.registry import NodeRegistry
+from harness_bt.phases import GuardContext, Task
+from harness_bt.reconcile import Reconciler
+from harness_bt.result import TaskResult
+from harness_bt.skill import SkillRegistry
+from harness_bt.trace import Trace
+from harness_bt.world import Perception, WorldModel, scripted_perception
+
+__all__ = ["TaskResult", "TaskRunner"]
+
+S = CommandState
+_OPEN = (S.ACCEPTED, S.RUNNING, S.CANCELING, S.EVALUATING, S.RECONCILING)
+
+
+class _ChartHooks:
+    """The chart's listener: python-statemachine calls these by convention."""
+
+    def __init__(self, runner: TaskRunner) -> None:
+        self._runner = runner
+
+    def on_enter_state(self, state: Any, **_: Any) -> None:
+        self._runner._enter(state.id)
+
+    def on_exit_state(self, state: Any, **_: Any) -> None:
+        self._runner._exit(state.id)
+
+    def after_transition(self, event: Any, source: Any, target: Any, **_: Any) -> None:
+        self._runner._transitioned(str(event), source, target)
+
+
+class TaskRunner:
+    """Runs a :class:`~harness_bt.phases.Task` against a :class:`~harness_bt.bridge.RuntimeBridge`.
+
+    Construction builds one tree per atomic phase and binds every node (unknown skills and
+    evaluators are reported here, all at once). Nothing is sent until the first :meth:`tick`.
+    Without ``skills`` / ``nodes`` the registries are filled from the ``harness_bt.skills`` /
+    ``harness_bt.nodes`` entry points; evaluators default to the built-ins.
+    ``trace`` is a path (JSONL), a :class:`Trace`, or None (in memory only).
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        *,
+        bridge: RuntimeBridge,
+        ledger: Ledger | None = None,
+        clock: Clock | None = None,
+        skills: SkillRegistry | None = None,
+        evaluators: EvaluatorRegistry | None = None,
+        nodes: NodeRegistry | None = None,
+        perception: Perception = scripted_perception,
+        world: WorldModel | None = None,
+        trace: Trace | str | os.PathLike[str] | None = None,
+        run_id: str | None = None,
+        task_id: str | None = None,
+        robot_id: str = "",
+        seed: int = 0,
+        tick_period_s: float = 0.05,
+        reconcile_interval_s: float = 0.5,
+        drain_timeout_s: float | None = None,
+        breakers: BreakerBoard | None = None,
+        budget: TaskBudget | None = None,
+    ) -> None:
+        if not (isinstance(tick_period_s, int | float) and math.isfinite(tick_period_s)
+                and tick_period_s > 0):
+            raise DefinitionError("INVALID_RUNNER", f"tick_period_s={tick_period_s!r} must be "
+                                  "a positive number of seconds")
+        self.task = task
+        self.clock: Clock = clock or SystemClock()
+        self.bridge = bridge
+        self.ledger = ledger if ledger is not None else Ledger(wall_clock=self.clock.wall)
+        self.world = world or WorldModel()
+        self.perception = perception
+        self.run_id = run_id or uuid.uuid4().hex[:12]
+        self.task_id = task_id or task.name
+        self.tick_period_s = float(tick_period_s)
+        self.reconcile_interval_s = reconcile_interval_s
+        self.trees = task.build_trees(nodes)
+        if isinstance(trace, Trace):
+            self.trace = trace
+            trace.task_id, trace.run_id = self.task_id, self.run_id
+        else:
+            self.trace = Trace(trace, clock=self.clock, task_id=self.task_id, run_id=self.run_id)
+        self.skills = skills if skills is not None else SkillRegistry(entry_points=True)
+        self.context = RunContext(
+            task_id=self.task_id, run_id=self.run_id, robot_id=robot_id, ledger=self.ledger,
+            bridge=bridge, clock=self.clock, world=self.world, skills=self.skills,
+            evaluators=evaluators if evaluators is not None else EvaluatorRegistry(),
+            budget=(budget or task.budget).copy(),
+            breakers=breakers or BreakerBoard(), trace=self.trace, seed=seed,
+        )
+        ctx = self.context
+        self.trace.plan_version = lambda: ctx.plan_version
+        self.scopes = {pid: PhaseScope(pid, ctx) for pid in self.trees}
+        self._nodes = {pid: list(iter_nodes(root)) for pid, root in self.trees.items()}
+        self._paths = {pid: [n.harness_path for n in nodes]  # type: ignore[attr-defined]
+                       for pid, nodes in self._nodes.items()}
+        self._last = {pid: [n.status for n in nodes] for pid, nodes in self._nodes.items()}
+        self._bind_nodes()
+        self._state_order = [s.id for s in task.chart_class.states_map.values()]
+        self._atomic_order = [pid for pid in self._state_order if pid in self.trees]
+        stop_budget = max([s.lifecycle.stop_timeout_ms / 1000.0 for _, s in self.skills.items()]
+                          + [self.ledger.default_stop_timeout_s])
+        self.drain_timeout_s = drain_timeout_s if drain_timeout_s is not None else \
+            2 * stop_budget + 2 * reconcile_interval_s + 1.0
+        self.chart: Any = None
+        self.phase = "idle"
+        self.ticks = 0
+        self.result: TaskResult | None = None
+        self.visited: list[str] = []
+        self._held: set[str] = set()
+        self._handed_over: dict[str, str] = {}
+        self._to_cancel: list[str] = []
+        self._entered_at: dict[str, float] = {}
+        self._durations: dict[str, float] = {}
+        self._transitions = 0
+        self._active: list[str] = []
+        self._active_key = -1
+        self._time_fired = False
+        self._outcome = ("", "")
+        self._final_state: str | None = None
+        self._started_at = 0.0
+        self._drain_deadline = 0.0
+        self.reconciler = Reconciler(ctx, interval_s=reconcile_interval_s)
+        self.ledger.add_listener(self._on_ledger)
+        if self.ledger.premise_check is None:
+            self.ledger.premise_check = self.world.premise_check
+        ctx.budget.on_draw = lambda d: ctx.emit("budget", **d)
+        ctx.blackboard.on_write = lambda key, value, writer: ctx.emit(
+            "blackboard", key=key, writer=writer, value=value)
+        ctx.breakers.on_change = lambda br, a, b: ctx.emit(
+            "breaker", key=br.name, state_before=a.value, state_after=b.value,
+            failures=br.failures)
+
+    def _bind_nodes(self) -> None:
+        problems: list[str] = []
+        for pid, nodes in self._nodes.items():
+            for node in nodes:
+                if isinstance(node, HarnessNode):
+                    problems.extend(f"phase {pid}, node {node.path}: {p}"
+                                    for p in node.problems(self.context))
+        if problems:
+            raise DefinitionError(
+                "INVALID_TASK", f"task {self.task.name!r}: {len(problems)} problem(s): "
+                + "; ".join(problems), details={"problems": problems},
+                fix="register the missing skills / evaluators or fix the names")
+        for pid, nodes in self._nodes.items():
+            for node in nodes:
+                node.setup(context=self.context, scope=self.scopes[pid])
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def configuration(self) -> tuple[str, ...]:
+        """Active chart states, in document order."""
+        if self.chart is None:
+            return ()
+        active = set(self.chart.configuration_values)
+        return tuple(s for s in self._state_order if s in active)
+
+    def active_phases(self) -> list[str]:
+        """Atomic phases whose trees tick, in document order (recomputed after transitions)."""
+        if self.chart is None or self.phase != "running":
+            return []
+        if self._active_key != self._transitions:
+            active = set(self.chart.configuration_values)
+            self._active = [pid for pid in self._atomic_order if pid in active]
+            self._active_key = self._transitions
+        return self._active
+
+    def status_map(self, *, all_phases: bool = False) -> dict[str, dict[str, str]]:
+        """``{phase: {node path: status}}`` for the active phases (or all of them)."""
+        phases = self._atomic_order if all_phases else self.active_phases()
+        return {pid: {p: n.status.value for p, n in zip(self._paths[pid], self._nodes[pid],
+                                                        strict=True)}
+                for pid in phases}
+
+    @property
+    def blackboard(self) -> Any:
+        return self.context.blackboard
+
+    # ------------------------------------------------------------------ running
+
+    def run(self, max_ticks: int | None = None, timeout_s: float | None = None) -> TaskResult:
+        """Tick until the run is finished (sleeping ``tick_period_s`` on the injected clock
+        between ticks). ``max_ticks`` / ``timeout_s`` stop a run that has not ended by then
+        (outcome ``max_ticks`` / ``timeout``); the drain after that is bounded separately."""
+        start = self.clock.monotonic()
+        while True:
+            self.tick()
+            if self.phase == "finished":
+                assert self.result is not None
+                return self.result
+            if self.phase == "running":
+                if max_ticks is not None and self.ticks >= max_ticks:
+                    self.stop("max_ticks", "max_ticks")
+                elif timeout_s is not None and self.clock.monotonic() - start >= timeout_s:
+                    self.stop("timeout", "timeout")
+            self.clock.sleep(self.tick_period_s)
+
+    def tick(self) -> None:
+        """One tick (see the module docstring)."""
+        ctx = self.context
+        now = self.clock.monotonic()
+        ctx.now = now
+        if self.phase == "finished":
+            return
+        self.ticks += 1
+        ctx.tick = self.trace.tick = self.ticks
+        if self.phase == "idle":
+            self._start(now)
+        self._poll(now)
+        self._to_cancel = []
+        self.ledger.tick(now=now)
+        for cid in self._to_cancel:
+            ctx.send_cancel(cid)
+        self.reconciler.step(now)
+        if self.phase == "running":
+            self._tick_chart(now)
+        if self.phase == "draining" and (self._drained() or now >= self._drain_deadline):
+            self._finish(now)
+
+    def stop(self, outcome: str = "aborted", reason: str = "aborted_stopped") -> None:
+        """Stop a running run from outside: halt every active phase, cancel open commands,
+        drain. The result's outcome / reason are the ones given."""
+        if self.phase != "running":
+            return
+        self.context.emit("stop", outcome=outcome, reason=reason,
+                          configuration=list(self.configuration))
+        for pid in reversed(self.active_phases()):
+            self._exit(pid)
+        self._close(outcome, reason)
+
+    # ------------------------------------------------------------------ tick parts
+
+    def _start(self, now: float) -> None:
+        ctx = self.context
+        self._started_at = now
+        ctx.budget.start(now)
+        ctx.emit("task", **self.task.structure(self.trees), skills={
+            name: {"version": s.version, "resources": list(s.resources)}
+            for name, s in self.skills.items()})
+        ctx.emit("run_start", seed=ctx.seed, tick_period_s=self.tick_period_s,
+                 budget=ctx.budget.to_dict())
+        prefix = f"{self.run_id}/"
+        adopted = [r.command_id for r in self.ledger.active()
+                   if r.command_id.startswith(prefix)]
+        for cid in adopted:  # a resumed run: reconcile what the last process left open
+            ctx.command_phase.setdefault(cid, cid[len(prefix):].split(".", 1)[0])
+        if adopted:
+            ctx.emit("resumed", open={cid: self.ledger.get(cid).state.value for cid in adopted})
+        self.phase = "running"
+        self.chart = self.task.chart_class(listeners=[_ChartHooks(self)])
+        ctx.emit("chart", event="__initial__", source=None, target=None,
+                 configuration=list(self.configuration))
+
+    def _poll(self, now: float) -> None:
+        ctx = self.context
+        try:
+            res = self.bridge.poll()
+        except BridgeError as exc:
+            ctx.breakers.get("bridge").record(False, now)
+            ctx.error("poll", exc)
+            return
+        for obs in res.observations:
+            if obs.received_at is None:
+                obs = dataclasses.replace(obs, received_at=now)
+            change = self.world.observe(obs, self.perception(obs), now=now)
+            if obs.reset:
+                self.ledger.world_version = self.world.version
+            ctx.emit("observation", timestep=obs.timestep, worker_id=obs.worker_id,
+                     reset=obs.reset, world_version=change.version,
+                     changed=dict(change.reasons))
+        for ev in res.events:
+            if ev.command_id in self.ledger:
+                if ev.kind == "control_done" and ev.timestep is not None:
+                    ctx.control_done_step.setdefault(ev.command_id, ev.timestep)
+                self.ledger.apply(ev, now=now)
+            else:
+                ctx.emit("orphan_event", command_id=ev.command_id, event=ev.to_wire())
+        for notice in res.notices:
+            ctx.emit("notice", kind=notice.kind, worker_id=notice.worker_id, notice=notice.data)
+
+    def _tick_chart(self, now: float) -> None:
+        ctx = self.context
+        if not self._time_fired and ctx.budget.exhausted(now) is not None:
+            self._time_fired = True
+            ctx.emit("budget", kind="time", granted=False, refused=Exhaustion.TASK_TIME.value,
+                     time_left_s=ctx.budget.time_left(now))
+            outcome = Outcome(OutcomeKind.BUDGET_EXHAUSTED, Exhaustion.TASK_TIME.value,
+                              retryable=False)
+            handled = False
+            for pid in self.active_phases():
+                if self.phase == "running" and pid in self.active_phases():
+                    handled = self._raise(pid, outcome) or handled
+            if self.phase == "running" and not self.chart.is_terminated and not handled:
+                self.stop("aborted", "aborted_budget_exhausted")
+                return
+        completions: list[tuple[str, int, Outcome]] = []
+        for pid in self.active_phases():
+            if pid in self._held:
+                continue
+            root = self.trees[pid]
+            root.tick_once()
+            self._record_status(pid)
+            if root.status is Status.SUCCESS:
+                completions.append((pid, self.scopes[pid].activation,
+                                    Outcome(OutcomeKind.SUCCEEDED, "", self._root_path(pid))))
+            elif root.status is Status.FAILURE:
+                why = self.scopes[pid].failure_this_tick() or Outcome(
+                    OutcomeKind.FAILED, "FAILED", self._root_path(pid))
+                completions.append((pid, self.scopes[pid].activation, why))
+        for pid, activation, outcome in completions:
+            if self.phase != "running" or pid not in self.active_phases() \
+                    or self.scopes[pid].activation != activation:
+                continue
+            if not self._raise(pid, outcome):
+                self._held.add(pid)
+        if self.phase != "running":
+            return
+        if self.chart.is_terminated:
+            final = next((s for s in self.configuration if self.task.final_reason(s)
+                          and self.task.specs[s] in self.task.phases), None)
+            reason = self.task.final_reason(final) if final else "done"
+            self._final_state = final
+            self._close("succeeded" if reason == "done" else "aborted", reason or "done")
+        elif self.active_phases() and all(p in self._held for p in self.active_phases()):
+            ctx.emit("stalled", held=sorted(self._held), configuration=list(self.configuration))
+            self.stop("aborted", "aborted_stalled")
+
+    def _raise(self, pid: str, outcome: Outcome) -> bool:
+        ctx = self.context
+        event = f"{outcome.kind.value}.{pid}"
+        before = self._transitions
+        ctx.emit("outcome", phase=pid, event=event, outcome=outcome.to_dict())
+        self.chart.send(event, outcome=outcome, guard_context=GuardContext(
+            outcome, ctx.blackboard, self.world.view(ctx.now)))
+        handled = self._transitions != before
+        if not handled:
+            ctx.emit("unhandled", phase=pid, event=event)
+        return handled
+
+    def _root_path(self, pid: str) -> str:
+        return self._paths[pid][0]
+
+    def _record_status(self, pid: str) -> None:
+        nodes = self._nodes[pid]
+        current = [n.status for n in nodes]
+        last = self._last[pid]
+        if current == last:
+            return
+        changes = {path: [a.value, b.value] for path, a, b in zip(self._paths[pid], last, current,
+                                                                   strict=True) if a is not b}
+        self._last[pid] = current
+        self.context.emit("status", phase=pid, changes=changes)
+
+    # ------------------------------------------------------------------ chart hooks
+
+    def _enter(self, sid: str) -> None:
+        ctx = self.context
+        now = ctx.now
+        self.visited.append(sid)
+        self._entered_at[sid] = now
+        if sid in self.trees:
+            scope = self.scopes[sid]
+            scope.enter()
+            root = self.trees[sid]
+            if root.status is not Status.INVALID:
+                root.stop(Status.INVALID)
+            self._held.discard(sid)
+            ctx.plan_version += 1
+            ctx.emit("phase_enter", phase=sid, activation=scope.activation,
+                     tree=self._paths[sid])
+            self._record_status(sid)
+        else:
+            ctx.emit("phase_enter", phase=sid, kind=self.task.specs[sid].kind)
+
+    def _exit(self, sid: str) -> None:
+        ctx = self.context
+        now = ctx.now
+        self._durations[sid] = self._durations.get(sid, 0.0) + now - self._entered_at.get(sid, now)
+        if sid not in self.trees:
+            ctx.emit("phase_exit", phase=sid)
+            return
+        scope = self.scopes[sid]
+        root = self.trees[sid]
+        root.stop(Status.INVALID)  # a RUNNING SkillAction cancels its command here
+        for cid in scope.commands:
+            rec = self.ledger.find(cid)
+            if rec is None or rec.terminal:
+                continue
+            if rec.state is S.EVALUATING and cid in scope.handover:
+                self._handed_over[cid] = sid
+                ctx.emit("handover", command_id=cid, phase=sid)
+            elif rec.state in (S.ACCEPTED, S.RUNNING, S.EVALUATING):
+                ctx.cancel(cid, why="PHASE_EXIT", stop_timeout_s=self._stop_timeout(rec))
+        self._held.discard(sid)
+        ctx.emit("phase_exit", phase=sid, activation=scope.activation)
+        self._record_status(sid)
+
+    def _transitioned(self, event: str, source: Any, target: Any) -> None:
+        self._transitions += 1
+        self.context.emit("chart", event=event, source=getattr(source, "id", None),
+                          target=getattr(target, "id", None),
+                          configuration=list(self.configuration))
+
+    def _stop_timeout(self, rec: CommandRecord) -> float | None:
+        if rec.command.skill in self.skills:
+            return self.skills.get(rec.command.skill).lifecycle.stop_timeout_ms / 1000.0
+        return None
+
+    # ------------------------------------------------------------------ ledger listener
+
+    def _on_ledger(self, rec: CommandRecord, h: HistoryEntry) -> None:
+        ctx = self.context
+        data: dict[str, Any] = {
+            "op": h.op, "state_before": h.state_before.value if h.state_before else None,
+            "state_after": h.state_after.value, "reason": h.reason, "applied": h.applied,
+            "ledger_seq": h.seq, "skill": rec.command.skill,
+        }
+        if h.runtime_seq is not None:
+            data["runtime_seq"] = h.runtime_seq
+        if h.evidence:
+            data["evidence"] = list(h.evidence)
+        if h.detail:
+            data["detail"] = h.detail
+        if h.op == "submit":
+            data["command"] = rec.command.to_wire()
+        ctx.emit("command", command_id=rec.command_id, **data)
+        cid = rec.command_id
+        if h.state_after is S.CANCELING and h.op == "tick":
+            self._to_cancel.append(cid)
+            ctx.cancel_requested_at.setdefault(cid, h.mono)
+        requested = ctx.cancel_requested_at.get(cid)
+        if requested is not None and h.state_before is not h.state_after:
+            if h.state_after is S.CANCELED:
+                ctx.latency("protection", h.mono - requested, command_id=cid, confirmed=True,
+                            reason=h.reason)
+                ctx.cancel_requested_at.pop(cid, None)
+            elif h.state_after is S.UNKNOWN and h.state_before is S.CANCELING:
+                ctx.latency("protection", None, command_id=cid, confirmed=False,
+                            reason=h.reason)
+
+    # ------------------------------------------------------------------ ending
+
+    def _close(self, outcome: str, reason: str) -> None:
+        ctx = self.context
+        self._outcome = (outcome, reason)
+        for rec in self.ledger.active():
+            if rec.command_id in ctx.command_phase and rec.state in (S.ACCEPTED, S.RUNNING,
+                                                                     S.EVALUATING):
+                ctx.cancel(rec.command_id, why="TASK_END", stop_timeout_s=self._stop_timeout(rec))
+        self.phase = "draining"
+        self._drain_deadline = ctx.now + self.drain_timeout_s
+        ctx.emit("draining", outcome=outcome, reason=reason,
+                 open=[r.command_id for r in self._open()])
+
+    def _open(self) -> list[CommandRecord]:
+        ids = self.context.command_phase
+        return [r for r in self.ledger.active() if r.command_id in ids and r.state in _OPEN]
+
+    def _drained(self) -> bool:
+        return not self._open()
+
+    def _finish(self, now: float) -> None:
+        ctx = self.context
+        outcome, reason = self._outcome
+        left = self._open()
+        if left:
+            ctx.emit("drain_timeout", open={r.command_id: r.state.value for r in left})
+        records = [self.ledger.get(cid) for cid in ctx.command_phase if cid in self.ledger]
+        durations = {"total": now - self._started_at, **self._durations}
+        latencies = [e["data"] for e in self.trace.of_kind("latency")] if self.trace.keep else []
+        self.result = TaskResult(
+            task_id=self.task_id, run_id=self.run_id, outcome=outcome, reason=reason,
+            phases_visited=tuple(self.visited),
+            commands={r.command_id: r.state.value for r in records},
+            command_reasons={r.command_id: r.reason for r in records},
+            retries=ctx.counters.get("retries", 0),
+            recoveries=ctx.counters.get("recoveries", 0),
+            replans=ctx.counters.get("replans", 0),
+            unknowns=tuple(r.command_id for r in records if r.state is S.UNKNOWN),
+            unknown_verdicts=ctx.counters.get("unknown_verdicts", 0),
+            durations=durations, ticks=self.ticks,
+            decision_latency_s=tuple(d["seconds"] for d in latencies
+                                     if d["which"] == "decision"),
+            protection_latency_s=tuple(d["seconds"] for d in latencies
+                                       if d["which"] == "protection"),
+            trace_path=None if self.trace.path is None else str(self.trace.path),
+            final_state=self._final_state,
+            details={"held_resources": self.ledger.held_resources(),
+                     "breakers": ctx.breakers.states(now)},
+        )
+        self.phase = "finished"
+        ctx.emit("run_end", **self.result.to_dict())
+        self.trace.close()  # the events stay in memory (``trace.events``)
+
+    def close(self) -> None:
+        """Close the trace file (the bridge and the ledger belong to the caller)."""
+        self.trace.close()
+        self.ledger.remove_listener(self._on_ledger)
+
+    def tree(self, phase: str) -> py_trees.behaviour.Behaviour:
+        return self.trees[phase]

@@ -1,0 +1,203 @@
+"""The run's trace: one JSON object per line, every change with its causal ids (seed 000 §4.5).
+
+Every event has ``seq`` (1, 2, ... per run), ``kind``, ``task_id``, ``run_id``, ``command_id``
+(or null), ``plan_version``, ``tick``, ``mono`` (monotonic seconds of the run's clock) and
+``wall`` (wall-clock seconds), plus kind-specific fields under ``data``. The first event
+(``task``) carries the whole task structure (phases, transitions, trees with node paths, kinds
+and params), so replay and drawings work from the trace file alone.
+
+Kinds: ``task``, ``run_start``, ``resumed`` (open commands adopted from the ledger),
+``observation``, ``command`` (every ledger history entry), ``dispatch``, ``cancel``,
+``cancel_sent``, ``adopted`` (a step already journaled), ``status`` (tick-status changes of one
+phase's tree), ``phase_enter``, ``phase_exit``, ``handover``, ``chart`` (a transition, with the
+configuration after), ``outcome`` (a tree ended), ``unhandled`` (no transition took it),
+``failure`` (why a node failed), ``budget`` (a retry / recovery draw, or the task time running
+out), ``breaker``, ``verdict`` (with evidence), ``recovery``, ``waiting`` (for a resource),
+``blackboard`` (a write), ``reconcile``, ``latency`` (``which`` = ``decision`` or
+``protection``), ``notice``, ``orphan_event``, ``error``, ``stop``, ``stalled``, ``draining``,
+``drain_timeout``, ``run_end`` (the result).
+
+:class:`TraceReader` rebuilds the state at any ``seq``: chart configuration, node statuses,
+command states, world version, counters.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from harness_bt.clock import Clock
+
+__all__ = ["Trace", "TraceReader", "TraceState"]
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-ready copy (non-finite floats become strings, unknown objects their str)."""
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "to_dict"):
+        return jsonable(value.to_dict())
+    if hasattr(value, "value") and isinstance(value.value, str):
+        return value.value
+    return str(value)
+
+
+class Trace:
+    """Writes trace events (to a JSONL file when ``path`` is given) and keeps them in memory
+    (``keep=True``) for the result and for tests."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, clock: Clock,
+                 task_id: str = "", run_id: str = "", keep: bool = True) -> None:
+        self.path = None if path is None else Path(path)
+        self.clock = clock
+        self.task_id = task_id
+        self.run_id = run_id
+        self.keep = keep
+        self.events: list[dict[str, Any]] = []
+        self.seq = 0
+        self.tick = 0
+        self.plan_version: Callable[[], int] = lambda: 0
+        self._fh: IO[str] | None = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = self.path.open("w", encoding="utf-8")
+
+    def emit(self, kind: str, /, *, command_id: str | None = None,
+             **data: Any) -> dict[str, Any]:
+        self.seq += 1
+        event = {
+            "seq": self.seq,
+            "kind": kind,
+            "task_id": self.task_id,
+            "run_id": self.run_id,
+            "command_id": command_id,
+            "plan_version": self.plan_version(),
+            "tick": self.tick,
+            "mono": self.clock.monotonic(),
+            "wall": self.clock.wall(),
+            "data": jsonable(data),
+        }
+        if self.keep:
+            self.events.append(event)
+        if self._fh is not None:
+            self._fh.write(json.dumps(event, separators=(",", ":")) + "\n")
+        return event
+
+    def flush(self) -> None:
+        if self._fh is not None:
+            self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def of_kind(self, *kinds: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["kind"] in kinds]
+
+
+@dataclass
+class TraceState:
+    """The run as it stood after one event."""
+
+    seq: int = 0
+    tick: int = 0
+    configuration: list[str] = field(default_factory=list)
+    statuses: dict[str, dict[str, str]] = field(default_factory=dict)  # phase -> path -> status
+    commands: dict[str, str] = field(default_factory=dict)  # command id -> state
+    world_version: int = 0
+    counters: dict[str, int] = field(default_factory=dict)
+    verdicts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    phases_visited: list[str] = field(default_factory=list)
+    blackboard: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
+
+
+class TraceReader:
+    """Reads a trace (a file or a list of events) and rebuilds the state at any seq."""
+
+    def __init__(self, events: Iterable[dict[str, Any]]) -> None:
+        self.events = sorted(events, key=lambda e: e["seq"])
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> TraceReader:
+        with open(path, encoding="utf-8") as fh:
+            return cls(json.loads(line) for line in fh if line.strip())
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.events)
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    @property
+    def structure(self) -> dict[str, Any]:
+        """The task structure from the first event."""
+        first = self.events[0] if self.events else None
+        if first is None or first["kind"] != "task":
+            raise ValueError("the trace does not start with a 'task' event")
+        return first["data"]
+
+    def of_kind(self, *kinds: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["kind"] in kinds]
+
+    def for_command(self, command_id: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["command_id"] == command_id]
+
+    def latencies(self, which: str) -> list[float | None]:
+        return [e["data"]["seconds"] for e in self.events
+                if e["kind"] == "latency" and e["data"]["which"] == which]
+
+    def state_at(self, seq: int | None = None) -> TraceState:
+        """Fold every event with ``seq <= seq`` (all of them when None)."""
+        st = TraceState()
+        for e in self.events:
+            if seq is not None and e["seq"] > seq:
+                break
+            st.seq = e["seq"]
+            st.tick = e["tick"]
+            d = e["data"]
+            kind = e["kind"]
+            if kind == "chart":
+                st.configuration = list(d["configuration"])
+            elif kind == "phase_enter":
+                st.phases_visited.append(d["phase"])
+                if d["phase"] not in st.configuration:
+                    st.configuration.append(d["phase"])
+                if d.get("tree"):
+                    st.statuses[d["phase"]] = {p: "INVALID" for p in d["tree"]}
+            elif kind == "phase_exit":
+                if d["phase"] in st.configuration:
+                    st.configuration.remove(d["phase"])
+                if d["phase"] in st.statuses:
+                    st.statuses[d["phase"]] = {p: "INVALID" for p in st.statuses[d["phase"]]}
+            elif kind == "status":
+                phase = st.statuses.setdefault(d["phase"], {})
+                for path, (_, new) in d["changes"].items():
+                    phase[path] = new
+            elif kind == "command":
+                st.commands[e["command_id"]] = d["state_after"]
+            elif kind == "observation":
+                st.world_version = d["world_version"]
+            elif kind == "budget" and d.get("granted"):
+                key = d["kind"]
+                st.counters[key] = st.counters.get(key, 0) + 1
+            elif kind == "verdict":
+                st.verdicts.setdefault(e["command_id"], []).append(
+                    {"verdict": d["verdict"], "evidence": d["evidence"], "final": d["final"]})
+            elif kind == "blackboard":
+                st.blackboard[d["key"]] = d["value"]
+            elif kind == "run_end":
+                st.result = d
+        return st
