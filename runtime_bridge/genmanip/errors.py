@@ -31,6 +31,12 @@ class WireError(BridgeError):
         self.http_status = http_status
         super().__init__(code, message, where=where, fix=fix, details=details)
 
+    def _render(self) -> str:
+        text = super()._render()
+        if self.where and self.message.startswith(self.where):
+            text = text[len(self.where) + 2:]  # the message already says where
+        return text
+
 
 class ActionError(WireError):
     """An action does not fit the embodiment: wrong length, non-finite value, bad quaternion,
