@@ -131,7 +131,7 @@ def _vector(value: Any, n: int, where: str, what: str) -> np.ndarray:
     if bad.size:
         i = int(bad[0])
         raise _fail("NON_FINITE_ACTION", f"{where}[{i}]", f"{what} holds a non-finite value "
-                    f"{array[i]!r}", "send finite numbers only (no NaN or inf)", index=i)
+                    f"{float(array[i])!r}", "send finite numbers only (no NaN or inf)", index=i)
     return array
 
 

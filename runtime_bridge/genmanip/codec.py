@@ -79,7 +79,7 @@ def encode_tree(obj: Any, *, frames: list[memoryview] | None = None, where: str 
     """
     if isinstance(obj, np.ndarray):
         dtype = _norm_dtype(obj, where)
-        array = np.ascontiguousarray(obj)
+        array = obj if obj.flags.c_contiguous else obj.copy(order="C")
         if frames is None:
             return {"type": "numpy_array", "dtype": dtype, "shape": tuple(array.shape),
                     "data": base64.b64encode(array.data).decode("ascii")}
