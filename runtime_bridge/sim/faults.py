@@ -2,8 +2,8 @@
 
 * **nudge**: while the hand approaches the target (within 12 cm above it, not holding it),
   push the target 3-5 cm sideways, once per episode with probability ``rates.nudge``.
-* **slip**: while the target is carried (held, lifted >= 3 cm), drop the friction of the target
-  and the fingers to zero for 8 steps, once per episode with probability ``rates.slip``.
+* **slip**: while the target is carried (held, lifted >= 1 cm), the fingers go limp and the
+  target loses its friction for 8 steps, once per episode with probability ``rates.slip``.
 * **occlude**: each step, with probability ``rates.occlude``, cover a large part of one camera's
   image (dark pixels, depth a few cm from the lens) for ``rates.occlude_steps`` steps.
 * **drop** / **delay**: per ``/step`` decisions for the HTTP server (:class:`TransportFaults`).
@@ -100,7 +100,7 @@ class FaultInjector:
 
     def _carried(self, scene: Scene) -> bool:
         lifted = scene.position(self.target)[2] - scene.start[self.target][2]
-        return bool(lifted > 0.03 and scene.held(self.target))
+        return bool(lifted > 0.01 and scene.held(self.target))
 
 
 class TransportFaults:

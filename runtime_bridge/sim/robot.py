@@ -18,8 +18,8 @@ from pybullet_utils.bullet_client import BulletClient
 
 from runtime_bridge.sim.transforms import quat_angle, quat_mul, wxyz_to_xyzw, xyzw_to_wxyz
 
-__all__ = ["ARM_JOINTS", "FINGER_FRICTION", "FINGER_JOINTS", "HOME", "TCP_LINK", "IkResult",
-           "PandaArm"]
+__all__ = ["ARM_JOINTS", "FINGER_FORCE", "FINGER_FRICTION", "FINGER_JOINTS", "HOME", "TCP_LINK",
+           "IkResult", "PandaArm"]
 
 ARM_JOINTS = (0, 1, 2, 3, 4, 5, 6)
 FINGER_JOINTS = (9, 10)
@@ -112,6 +112,7 @@ class PandaArm:
         self.commanded_fingers = np.array([FINGER_OPEN, FINGER_OPEN])
         self.commanded_tcp = self.kin.fk(self.commanded_joints)
         self.ik_failures = 0
+        self.finger_force = FINGER_FORCE
         self.reset_home()
 
     # -- state ---------------------------------------------------------------------------
@@ -173,7 +174,7 @@ class PandaArm:
         self.client.setJointMotorControlArray(
             self.body, list(FINGER_JOINTS), pb.POSITION_CONTROL,
             targetPositions=[float(q) for q in self.commanded_fingers],
-            forces=[FINGER_FORCE] * 2, positionGains=[0.05] * 2)
+            forces=[self.finger_force] * 2, positionGains=[0.05] * 2)
 
     def close(self) -> None:
         self.kin.close()

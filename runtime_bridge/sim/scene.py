@@ -15,7 +15,7 @@ import pybullet as pb
 import pybullet_data
 from pybullet_utils.bullet_client import BulletClient
 
-from runtime_bridge.sim.robot import FINGER_FRICTION, FINGER_JOINTS, PandaArm
+from runtime_bridge.sim.robot import FINGER_FORCE, FINGER_JOINTS, PandaArm
 from runtime_bridge.sim.transforms import xyzw_to_wxyz
 
 __all__ = ["CUBE_HALF", "TRAY_HALF", "ObjectState", "Scene", "SceneLayout"]
@@ -164,12 +164,12 @@ class Scene:
         self.client.resetBaseVelocity(self.objects[name], [0, 0, 0], [0, 0, 0])
 
     def set_slippery(self, name: str, slippery: bool) -> None:
-        """Zero (or restore) the friction of an object and of both fingers: a grasp slip."""
+        """A grasp slip: the fingers go limp and the object loses its friction (or both are
+        restored)."""
         self.client.changeDynamics(self.objects[name], -1,
                                    lateralFriction=0.0 if slippery else CUBE_FRICTION)
-        for link in FINGER_JOINTS:
-            self.client.changeDynamics(self.arm.body, link,
-                                       lateralFriction=0.0 if slippery else FINGER_FRICTION)
+        self.arm.finger_force = 0.0 if slippery else FINGER_FORCE
+        self.arm.apply_targets()
 
     def close(self) -> None:
         if self.client is not None:
