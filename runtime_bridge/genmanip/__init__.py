@@ -1,0 +1,37 @@
+"""The GenManip HTTP protocol: wire codec (safe), action checks, a client, and a server over any
+worker environment. See ``GENMANIP_PROTOCOL.md`` for the protocol itself."""
+
+from runtime_bridge.genmanip.actions import (
+    ControlType,
+    Embodiment,
+    ValidatedAction,
+    validate_action,
+)
+from runtime_bridge.genmanip.client import (
+    GenManipClient,
+    StepOutcomeUnknown,
+    Timeouts,
+    WorkerResult,
+)
+from runtime_bridge.genmanip.errors import ActionError, WireError
+from runtime_bridge.genmanip.observations import observation_from_wire, observation_to_wire
+from runtime_bridge.genmanip.server import WorkerEnv, create_app
+from runtime_bridge.genmanip.serving import ServerThread
+
+__all__ = [
+    "ActionError",
+    "ControlType",
+    "Embodiment",
+    "GenManipClient",
+    "ServerThread",
+    "StepOutcomeUnknown",
+    "Timeouts",
+    "ValidatedAction",
+    "WireError",
+    "WorkerEnv",
+    "WorkerResult",
+    "create_app",
+    "observation_from_wire",
+    "observation_to_wire",
+    "validate_action",
+]

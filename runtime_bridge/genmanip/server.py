@@ -1,0 +1,285 @@
+"""A GenManip-compatible HTTP server over any "worker environment".
+
+Routes as upstream (``POST /create_workers``, ``/reset``, ``/step``, ``/kill``; ``GET /docs``
+answers 200), with what upstream lacks: bodies are read with an unpickler that refuses every
+global (400), bodies over the limit are refused (413), actions are checked per embodiment
+before any worker moves (500 with a ``detail`` that names the field, as upstream's status for a
+bad action), an optional bearer token (401), the negotiated fast path (``Accept:
+application/x-harness-bt-frames``), and routes of ours under ``/harness/``: ``info`` and
+``results`` (per-episode results and, for tests and benchmarks, each worker's ground truth).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any, Protocol, runtime_checkable
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from harness_bt._version import __version__
+from harness_bt.errors import HarnessError
+from runtime_bridge.genmanip import codec
+from runtime_bridge.genmanip.actions import Embodiment, ValidatedAction, validate_action
+from runtime_bridge.genmanip.errors import WireError
+
+__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "TransportFaultSource", "WorkerEnv", "WorkerFactory",
+           "create_app"]
+
+DEFAULT_MAX_REQUEST_BYTES = 8 * 1024 * 1024
+DROPPED_DETAIL = "injected fault: the response to this /step was dropped (the step was applied)"
+
+
+@runtime_checkable
+class WorkerEnv(Protocol):
+    """What the server drives per worker id. ``reset``/``step`` return one worker's entry of a
+    GenManip response: ``{"obs": OBS or None, "metric": dict or None}``. Optional methods
+    ``results()`` and ``ground_truth()`` feed ``GET /harness/results``."""
+
+    def reset(self) -> dict[str, Any]: ...
+
+    def step(self, message: Mapping[str, Any] | ValidatedAction) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+WorkerFactory = Callable[[str], WorkerEnv]
+
+
+class TransportFaultSource(Protocol):
+    """Decides per ``/step`` whether to ``"drop"`` or ``"delay"`` the answer (or None)."""
+
+    fired: list[dict[str, Any]]
+
+    def draw(self, count: int) -> str | None: ...
+
+
+def _error_response(exc: HarnessError, status: int) -> JSONResponse:
+    return JSONResponse(status_code=status, content={"detail": str(exc), "error": exc.to_dict()})
+
+
+class _Workers:
+    """Worker id -> environment, with one lock per worker (a step runs alone on its worker)."""
+
+    def __init__(self, factory: WorkerFactory) -> None:
+        self.factory = factory
+        self.envs: dict[str, WorkerEnv] = {}
+        self.locks: dict[str, threading.Lock] = {}
+        self.guard = threading.Lock()
+
+    def create(self, ids: list[str]) -> None:
+        with self.guard:
+            for wid in ids:
+                if wid not in self.envs:
+                    self.envs[wid] = self.factory(wid)
+                    self.locks[wid] = threading.Lock()
+
+    def kill(self, ids: list[str] | None) -> None:
+        with self.guard:
+            for wid in list(self.envs) if ids is None else ids:
+                env = self.envs.pop(wid, None)
+                self.locks.pop(wid, None)
+                if env is not None:
+                    env.close()
+
+    def get(self, wid: Any, route: str) -> tuple[WorkerEnv, threading.Lock]:
+        key = wid if isinstance(wid, str) else str(wid)
+        if key not in self.envs:
+            known = ", ".join(sorted(self.envs)) or "(none)"
+            raise WireError("UNKNOWN_WORKER", f"{route}: worker {wid!r} does not exist; known: "
+                            f"{known}", http_status=500, where=f"{route} worker {wid!r}",
+                            fix="POST /create_workers with this worker id first")
+        return self.envs[key], self.locks[key]
+
+
+def _worker_ids(payload: Any, route: str) -> list[str]:
+    data = payload.get("data") if isinstance(payload, Mapping) else None
+    ids = data.get("worker_ids") if isinstance(data, Mapping) else None
+    if (not isinstance(ids, list) or not ids
+            or not all(isinstance(w, str) and w for w in ids)):
+        raise WireError("BAD_REQUEST", f"{route}: expected JSON {{\"data\": {{\"worker_ids\": "
+                        f"[\"0\", ...]}}}}, got {str(payload)[:120]}", http_status=500,
+                        where=route, fix="send a non-empty list of worker id strings")
+    return ids
+
+
+def create_app(
+    factory: WorkerFactory,
+    *,
+    token: str | None = None,
+    embodiment: Embodiment | str = Embodiment.FRANKA_PANDA,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    transport_faults: TransportFaultSource | None = None,
+    delay_s: float = 0.5,
+    drop_hold_s: float = 30.0,
+    title: str = "harness-bt GenManip server",
+) -> FastAPI:
+    """A FastAPI app serving the GenManip routes over the environments ``factory`` makes."""
+    workers = _Workers(factory)
+    embodiment = Embodiment(embodiment)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await run_in_threadpool(workers.kill, None)
+
+    def check_token(request: Request) -> None:
+        if token is None:
+            return
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            raise WireError("UNAUTHORIZED", f"{request.url.path}: missing or wrong bearer token",
+                            http_status=401, where=request.url.path,
+                            fix="send the header 'Authorization: Bearer <token>' with the token "
+                            "the server was started with")
+
+    # the dependency guards every route of ours; /docs and /openapi.json stay open (health)
+    app = FastAPI(title=title, version=__version__, docs_url="/docs", lifespan=lifespan,
+                  dependencies=[Depends(check_token)])
+    app.state.workers = workers
+    step_count = {"n": 0}
+
+    @app.exception_handler(WireError)
+    async def _wire_error(request: Request, exc: WireError) -> JSONResponse:
+        return _error_response(exc, exc.http_status)
+
+    @app.exception_handler(HarnessError)
+    async def _harness_error(request: Request, exc: HarnessError) -> JSONResponse:
+        return _error_response(exc, 500)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse(status_code=500, content={
+            "detail": f"{request.url.path}: {type(exc).__name__}: {exc}"})
+
+    async def read_body(request: Request) -> bytes:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > max_request_bytes:
+            raise WireError("BODY_TOO_LARGE", f"{request.url.path}: body of {declared} bytes is "
+                            f"over the limit of {max_request_bytes} bytes", http_status=413,
+                            where=request.url.path, fix="send a smaller request")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_request_bytes:
+                raise WireError("BODY_TOO_LARGE", f"{request.url.path}: body is over the limit "
+                                f"of {max_request_bytes} bytes", http_status=413,
+                                where=request.url.path, fix="send a smaller request")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def read_pickle(request: Request) -> Any:
+        body = await read_body(request)
+        return codec.decode(body, request.headers.get("content-type"),
+                            where=f"{request.url.path} body", max_bytes=max_request_bytes)
+
+    async def read_json(request: Request) -> Any:
+        body = await read_body(request)
+        try:
+            return json.loads(body)
+        except ValueError as exc:
+            raise WireError("BAD_JSON", f"{request.url.path}: body is not JSON ({exc})",
+                            http_status=400, where=request.url.path,
+                            fix='send {"data": {"worker_ids": ["0"]}}') from None
+
+    def encode(request: Request, payload: Any) -> Response:
+        if codec.wants_frames(request.headers.get("accept")):
+            return Response(codec.dumps_frames(payload), media_type=codec.FRAMES_MEDIA_TYPE)
+        return Response(codec.dumps(payload), media_type=codec.COMPAT_MEDIA_TYPE)
+
+    @app.post("/create_workers")
+    async def create_workers(request: Request) -> JSONResponse:
+        ids = _worker_ids(await read_json(request), "/create_workers")
+        await run_in_threadpool(workers.create, ids)
+        return JSONResponse({"data": {"success": True}})
+
+    @app.post("/kill")
+    async def kill(request: Request) -> JSONResponse:
+        ids = _worker_ids(await read_json(request), "/kill")
+        await run_in_threadpool(workers.kill, ids)
+        return JSONResponse({"data": {"success": True}})
+
+    @app.post("/reset")
+    async def reset(request: Request) -> Response:
+        payload = await read_pickle(request)
+        ids = payload.get("worker_ids") if isinstance(payload, Mapping) else None
+        if not isinstance(ids, (list, tuple)) or not ids:
+            raise WireError("BAD_REQUEST", f"/reset: expected a pickled {{'worker_ids': [...]}}, "
+                            f"got {str(payload)[:120]}", http_status=500, where="/reset",
+                            fix="send pickle.dumps({'worker_ids': ['0']}, protocol=5)")
+        targets = [(str(w), *workers.get(w, "/reset")) for w in ids]
+
+        def run() -> Response:
+            out = {}
+            for wid, env, lock in targets:
+                with lock:
+                    out[wid] = env.reset()
+            return encode(request, out)
+
+        return await run_in_threadpool(run)
+
+    @app.post("/step")
+    async def step(request: Request) -> Response:
+        payload = await read_pickle(request)
+        if not isinstance(payload, Mapping) or not payload:
+            raise WireError("BAD_REQUEST", "/step: expected a pickled {worker_id: {'action': "
+                            f"..., 'control_type': ...}}, got {str(payload)[:120]}",
+                            http_status=500, where="/step",
+                            fix="send one action message per worker id")
+        # check every action before any worker moves
+        plan = [(str(w), *workers.get(w, "/step"),
+                 validate_action(msg, getattr(workers.envs[str(w)], "embodiment", embodiment),
+                                 where=f"/step worker {w!r}"))
+                for w, msg in payload.items()]
+        step_count["n"] += 1
+        fault = transport_faults.draw(step_count["n"]) if transport_faults else None
+
+        def run() -> Response:
+            out = {}
+            for wid, env, lock, action in plan:
+                with lock:
+                    out[wid] = env.step(action)
+            return encode(request, out)
+
+        response = await run_in_threadpool(run)
+        if fault == "delay":
+            await asyncio.sleep(delay_s)
+        elif fault == "drop":
+            loop = asyncio.get_running_loop()
+            until = loop.time() + drop_hold_s
+            while loop.time() < until and not await request.is_disconnected():
+                await asyncio.sleep(0.02)
+            return JSONResponse(status_code=504, content={"detail": DROPPED_DETAIL})
+        return response
+
+    @app.get("/harness/info")
+    async def info() -> dict[str, Any]:
+        return {"server": "harness-bt", "version": __version__, "embodiment": str(embodiment),
+                "encodings": [codec.COMPAT_MEDIA_TYPE, codec.FRAMES_MEDIA_TYPE],
+                "workers": sorted(workers.envs), "max_request_bytes": max_request_bytes}
+
+    @app.get("/harness/results")
+    async def results() -> dict[str, Any]:
+        def collect() -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for wid, env in sorted(workers.envs.items()):
+                with workers.locks[wid]:
+                    entry: dict[str, Any] = {}
+                    if hasattr(env, "results"):
+                        entry["results"] = env.results()
+                    if hasattr(env, "ground_truth"):
+                        entry["ground_truth"] = env.ground_truth()
+                    out[wid] = entry
+            return {"workers": out,
+                    "transport_faults": list(transport_faults.fired) if transport_faults else []}
+
+        return await run_in_threadpool(collect)
+
+    return app

@@ -1,0 +1,97 @@
+"""``harness sim serve`` and ``harness sim snapshot``: the built-in simulator from the shell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import typer
+
+from runtime_bridge.sim.config import (
+    CAMERA_PRESETS,
+    CameraSpec,
+    FaultRates,
+    SimConfig,
+    parse_camera_spec,
+)
+
+__all__ = ["app"]
+
+app = typer.Typer(help="The built-in PyBullet Franka simulator (GenManip-compatible).",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+_CAMERA_HELP = ("camera spec, repeatable: NAME[:WxH][:eye=x,y,z][:target=x,y,z][:fov=deg]"
+                f"[:mount=wrist]; presets: {', '.join(CAMERA_PRESETS)}")
+
+
+def _cameras(specs: list[str] | None, default: str) -> tuple[CameraSpec, ...]:
+    return tuple(parse_camera_spec(s) for s in (specs or [default]))
+
+
+@app.command("serve")
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Address to listen on (loopback by default)."),
+    port: int = typer.Option(8087, help="TCP port (GenManip's default is 8087)."),
+    task: list[str] = typer.Option(["pick_cube"], "--task", help="Task name, repeatable."),
+    episodes: int = typer.Option(10, help="Seeds (episodes) per task."),
+    num_steps: int = typer.Option(600, help="Steps per episode before it times out."),
+    seed: int = typer.Option(0, help="First layout seed."),
+    camera: list[str] = typer.Option(None, "--camera", help=_CAMERA_HELP),
+    token: str = typer.Option(None, envvar="HARNESS_SIM_TOKEN",
+                              help="Require 'Authorization: Bearer TOKEN'."),
+    fault_nudge: float = typer.Option(0.0, help="Per-episode probability: nudge the target."),
+    fault_slip: float = typer.Option(0.0, help="Per-episode probability: grasp slip in transport."),
+    fault_occlude: float = typer.Option(0.0, help="Per-step probability: occlude a camera."),
+    fault_drop: float = typer.Option(0.0, help="Per-/step probability: drop the answer."),
+    fault_delay: float = typer.Option(0.0, help="Per-/step probability: delay the answer."),
+    delay_s: float = typer.Option(0.5, help="How long a delayed answer waits (seconds)."),
+) -> None:
+    """Serve the GenManip HTTP routes (/create_workers, /reset, /step, /kill; GET /docs)."""
+    import uvicorn
+
+    from runtime_bridge.sim.server import create_sim_app
+
+    config = SimConfig(
+        tasks=tuple(task), episodes=episodes, num_steps=num_steps, seed=seed,
+        cameras=_cameras(camera, "front:640x480"),
+        faults=FaultRates(nudge=fault_nudge, slip=fault_slip, occlude=fault_occlude,
+                          drop=fault_drop, delay=fault_delay, delay_s=delay_s),
+    )
+    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        typer.secho(f"warning: listening on {host} without --token: anyone who can reach the "
+                    "port can drive the robot", fg=typer.colors.YELLOW, err=True)
+    app_ = create_sim_app(config, token=token)
+    typer.echo(f"harness sim: tasks {', '.join(config.tasks)} x {episodes} seeds, "
+               f"{num_steps} steps, cameras {', '.join(c.name for c in config.cameras)}; "
+               f"http://{host}:{port} (docs at /docs, results at /harness/results)")
+    uvicorn.run(app_, host=host, port=port, log_level="warning")
+
+
+@app.command("snapshot")
+def snapshot(
+    task: str = typer.Option("pick_and_place", help="Task whose scene to show."),
+    seed: int = typer.Option(0, help="Layout seed."),
+    camera: list[str] = typer.Option(None, "--camera", help=_CAMERA_HELP),
+    out: Path = typer.Option(Path("out/snapshot"), help="Directory for the PNG files."),
+) -> None:
+    """Write each camera's RGB and depth of a task's first observation as PNG files."""
+    from PIL import Image
+
+    from runtime_bridge.sim.env import SimEnv
+
+    cams = tuple(parse_camera_spec(s) for s in camera) if camera else (
+        CAMERA_PRESETS["front"], CAMERA_PRESETS["wrist"])
+    out.mkdir(parents=True, exist_ok=True)
+    with SimEnv(SimConfig(tasks=(task,), seed=seed, cameras=cams)) as env:
+        obs = env.reset()["obs"]
+    for name, cam in obs["camera_data"].items():
+        rgb_path = out / f"{name}_rgb.png"
+        Image.fromarray(cam["rgb"]).save(rgb_path)
+        depth = cam["depth"]
+        near, far = float(depth.min()), float(np.percentile(depth, 99))
+        vis = np.clip((far - depth) / max(far - near, 1e-6), 0, 1)  # near is bright
+        Image.fromarray((vis * 255).astype(np.uint8)).save(out / f"{name}_depth.png")
+        mm = np.clip(depth * 1000.0, 0, 65535).astype(np.uint16)
+        Image.fromarray(mm).save(out / f"{name}_depth_mm.png")
+        typer.echo(f"{name}: {rgb_path}, {out / f'{name}_depth.png'} (depth {near:.3f}.."
+                   f"{float(depth.max()):.3f} m; 16-bit millimetres in {name}_depth_mm.png)")

@@ -1,0 +1,167 @@
+"""Configuration of the built-in simulator: cameras, fault rates, episodes.
+
+Camera specs are text so the command line can carry them::
+
+    front:640x480                                  a named preset at another resolution
+    top:128x96:eye=0.5,0,1.2:target=0.5,0,0:fov=60 any pose, looking from eye to target
+    hand:320x240:mount=wrist                       rides on the hand, looking along the fingers
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from harness_bt.errors import DefinitionError
+
+__all__ = ["CAMERA_PRESETS", "CameraSpec", "FaultRates", "SimConfig", "parse_camera_spec"]
+
+
+@dataclass(frozen=True, slots=True)
+class CameraSpec:
+    """One camera: name, resolution, pose (``eye`` looking at ``target``, or ``mount='wrist'``),
+    vertical field of view in degrees and clipping planes in metres."""
+
+    name: str
+    width: int = 640
+    height: int = 480
+    eye: tuple[float, float, float] = (1.25, 0.0, 0.55)
+    target: tuple[float, float, float] = (0.45, 0.0, 0.05)
+    up: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    fov_deg: float = 50.0
+    near: float = 0.05
+    far: float = 3.0
+    mount: str = "world"
+
+    def __post_init__(self) -> None:
+        where = f"camera {self.name!r}"
+        if not self.name or not self.name.replace("_", "").replace("-", "").isalnum():
+            raise DefinitionError("BAD_CAMERA", f"{where}: the name must be letters, digits, "
+                                  "'_' or '-'", fix="name it like 'front' or 'wrist_left'")
+        if not (8 <= self.width <= 4096 and 8 <= self.height <= 4096):
+            raise DefinitionError("BAD_CAMERA", f"{where}: resolution {self.width}x"
+                                  f"{self.height} is outside 8..4096", where=where,
+                                  fix="use a resolution like 640x480")
+        if not 1.0 <= self.fov_deg <= 170.0:
+            raise DefinitionError("BAD_CAMERA", f"{where}: fov {self.fov_deg} is outside 1..170 "
+                                  "degrees", where=where, fix="use fov=50 or so")
+        if not 0 < self.near < self.far:
+            raise DefinitionError("BAD_CAMERA", f"{where}: clipping planes near={self.near} "
+                                  f"far={self.far} need 0 < near < far", where=where,
+                                  fix="use near=0.05,far=3")
+        if self.mount not in ("world", "wrist"):
+            raise DefinitionError("BAD_CAMERA", f"{where}: mount {self.mount!r} is unknown",
+                                  where=where, fix="use mount=world or mount=wrist")
+        if self.mount == "world" and math.dist(self.eye, self.target) < 1e-6:
+            raise DefinitionError("BAD_CAMERA", f"{where}: eye and target coincide",
+                                  where=where, fix="put the target somewhere the camera looks at")
+
+
+CAMERA_PRESETS: dict[str, CameraSpec] = {
+    "front": CameraSpec("front"),
+    "side": CameraSpec("side", eye=(0.45, -0.85, 0.6), target=(0.45, 0.0, 0.03)),
+    "top": CameraSpec("top", eye=(0.5, 0.0, 1.15), target=(0.5, 0.0, 0.0), up=(1.0, 0.0, 0.0),
+                      fov_deg=55.0),
+    "wrist": CameraSpec("wrist", mount="wrist", fov_deg=70.0, near=0.02, far=2.0),
+}
+
+
+def _floats(text: str, n: int, key: str, spec: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != n or not all(math.isfinite(v) for v in values):
+        raise DefinitionError("BAD_CAMERA", f"camera spec {spec!r}: {key}={text!r} must be {n} "
+                              "comma-separated numbers", fix=f"write e.g. {key}=0.5,0,1.2")
+    return values
+
+
+def parse_camera_spec(spec: str) -> CameraSpec:
+    """``name[:WxH][:key=value...]`` with keys eye, target, up, fov, near, far, mount."""
+    parts = [p.strip() for p in spec.split(":") if p.strip()]
+    if not parts:
+        raise DefinitionError("BAD_CAMERA", "empty camera spec", fix="write e.g. front:640x480")
+    name = parts[0]
+    base = CAMERA_PRESETS.get(name, CameraSpec(name))
+    changes: dict[str, object] = {}
+    for part in parts[1:]:
+        if "=" not in part:
+            size = part.lower().split("x")
+            if len(size) != 2 or not all(s.isdigit() for s in size):
+                raise DefinitionError("BAD_CAMERA", f"camera spec {spec!r}: {part!r} is neither "
+                                      "WxH nor key=value", fix="write e.g. front:640x480:fov=60")
+            changes["width"], changes["height"] = int(size[0]), int(size[1])
+            continue
+        key, value = (s.strip() for s in part.split("=", 1))
+        if key in ("eye", "target", "up"):
+            changes[key] = _floats(value, 3, key, spec)
+        elif key in ("fov", "near", "far"):
+            changes["fov_deg" if key == "fov" else key] = _floats(value, 1, key, spec)[0]
+        elif key == "mount":
+            changes["mount"] = value
+        else:
+            raise DefinitionError("BAD_CAMERA", f"camera spec {spec!r}: unknown key {key!r}",
+                                  fix="known keys: eye, target, up, fov, near, far, mount")
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class FaultRates:
+    """Seeded fault injection, all off by default.
+
+    ``nudge`` and ``slip`` are per-episode probabilities (decided the first time the arm is
+    approaching the target, or carrying it); ``occlude`` is a per-step probability of starting
+    an occlusion of one camera for ``occlude_steps`` steps; ``drop`` and ``delay`` are
+    per-``/step`` probabilities that the server withholds or delays its answer.
+    """
+
+    nudge: float = 0.0
+    slip: float = 0.0
+    occlude: float = 0.0
+    drop: float = 0.0
+    delay: float = 0.0
+    occlude_steps: int = 15
+    delay_s: float = 0.5
+    drop_hold_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        for key in ("nudge", "slip", "occlude", "drop", "delay"):
+            value = getattr(self, key)
+            if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+                raise DefinitionError("BAD_FAULT_RATE", f"fault rate {key}={value!r} is not a "
+                                      "probability", fix="use a number between 0 and 1")
+        if self.occlude_steps < 1 or self.delay_s < 0 or self.drop_hold_s < 0:
+            raise DefinitionError("BAD_FAULT_RATE", "occlude_steps must be >= 1 and the delays "
+                                  ">= 0", fix="use positive durations")
+
+    @property
+    def any(self) -> bool:
+        return any((self.nudge, self.slip, self.occlude, self.drop, self.delay))
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    """What one simulator worker runs: tasks x seeds episodes of ``num_steps`` steps each."""
+
+    tasks: tuple[str, ...] = ("pick_cube",)
+    episodes: int = 1
+    num_steps: int = 600
+    seed: int = 0
+    cameras: tuple[CameraSpec, ...] = field(default_factory=lambda: (CAMERA_PRESETS["front"],))
+    faults: FaultRates = field(default_factory=FaultRates)
+    substeps: int = 8
+    control_dt: float = 1.0 / 30.0
+
+    def __post_init__(self) -> None:
+        if not self.tasks:
+            raise DefinitionError("BAD_SIM_CONFIG", "no task given", fix="pass --task pick_cube")
+        if self.episodes < 1 or self.num_steps < 1 or self.substeps < 1:
+            raise DefinitionError("BAD_SIM_CONFIG", f"episodes={self.episodes}, num_steps="
+                                  f"{self.num_steps}, substeps={self.substeps} must all be >= 1",
+                                  fix="use positive counts")
+        names = [c.name for c in self.cameras]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise DefinitionError("BAD_SIM_CONFIG", f"camera names repeat: {', '.join(dupes)}",
+                                  fix="give every camera its own name")

@@ -1,0 +1,187 @@
+"""The simulator as a GenManip worker, usable in-process (no HTTP) or behind the server.
+
+``reset()`` and ``step(message)`` return exactly what one worker's entry in a GenManip
+``/reset`` / ``/step`` response holds: ``{"obs": OBS, "metric": None}`` during the episodes,
+``{"obs": None, "metric": {task: mean_success}}`` once every episode is done. An episode ends
+inside ``step`` when the task's success reaches 1 or after ``num_steps`` steps; that same
+answer then carries the next episode's first observation (``reset`` True, ``timestep`` 0).
+
+Ground truth (object poses, what the hand holds) is for tests and benchmarks only:
+:meth:`SimEnv.ground_truth` and :meth:`SimEnv.results`, never inside an observation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from harness_bt.registry import Registry
+from runtime_bridge.genmanip.actions import (
+    ControlType,
+    Embodiment,
+    ValidatedAction,
+    validate_action,
+)
+from runtime_bridge.genmanip.errors import WireError
+from runtime_bridge.sim.cameras import CameraRig
+from runtime_bridge.sim.config import SimConfig
+from runtime_bridge.sim.episodes import EpisodeBook, EpisodeSpec
+from runtime_bridge.sim.faults import FaultInjector
+from runtime_bridge.sim.scene import Scene
+from runtime_bridge.sim.tasks import SimTask, TaskProgress, default_tasks
+
+__all__ = ["SimEnv"]
+
+
+class SimEnv:
+    """One simulator worker: a PyBullet world stepping through the episodes of ``book``.
+
+    Several workers may share one :class:`EpisodeBook` (each then runs the next episode in the
+    queue). ``tasks`` defaults to a fresh registry of the built-in tasks.
+    """
+
+    embodiment = Embodiment.FRANKA_PANDA
+
+    def __init__(self, config: SimConfig | None = None, *, worker_id: str = "0",
+                 book: EpisodeBook | None = None, tasks: Registry[SimTask] | None = None) -> None:
+        self.config = config or SimConfig()
+        self.worker_id = worker_id
+        self.tasks = tasks or default_tasks()
+        for name in self.config.tasks:
+            self.tasks.get(name, where="SimConfig.tasks")
+        self.book = book or EpisodeBook(self.config.tasks, self.config.episodes, self.config.seed)
+        self.scene = Scene(substeps=self.config.substeps, control_dt=self.config.control_dt)
+        self.cameras = CameraRig(self.scene, self.config.cameras)
+        self.episode: EpisodeSpec | None = None
+        self.task: SimTask | None = None
+        self.timestep = 0
+        self.progress = TaskProgress()
+        self.faults: FaultInjector | None = None
+        self.done = False
+        self._started = False
+        self.last_ik_ok = True
+
+    # -- GenManip worker interface ---------------------------------------------------------
+    def reset(self) -> dict[str, Any]:
+        """Start the next episode (abandoning an unfinished one, which gets no result)."""
+        if self.episode is not None and not self.done:
+            self.book.skip(self.episode, self.worker_id, self.timestep)
+        self._started = True
+        return self._start_next()
+
+    def step(self, message: Mapping[str, Any] | ValidatedAction) -> dict[str, Any]:
+        """Apply one action, advance 1/30 s, and answer with the next observation (or the
+        next episode's first one, or the final metric)."""
+        if not self._started:
+            raise WireError("NOT_RESET", f"worker {self.worker_id}: /step before /reset",
+                            http_status=500, where=f"worker {self.worker_id}",
+                            fix="call /reset once after /create_workers, then /step")
+        if self.done:
+            return self._final()
+        action = message if isinstance(message, ValidatedAction) else validate_action(
+            message, self.embodiment, where=f"worker {self.worker_id}")
+        self._apply(action)
+        assert self.faults is not None and self.task is not None and self.episode is not None
+        self.faults.before_physics(self.scene, self.timestep)
+        self.scene.step()
+        self.timestep += 1
+        success = self.task.success(self.scene, self.progress)
+        if success >= 1.0 or self.timestep >= self.config.num_steps:
+            self._record(success)
+            return self._start_next()
+        return {"obs": self._observe(reset=False), "metric": None}
+
+    def results(self) -> dict[str, Any]:
+        """Per-episode results so far (JSON-ready), with the final metric."""
+        return {"episodes": self.book.results(), "skipped": self.book.skipped(),
+                "total": self.book.total, "final_metric": self.book.final_metric(),
+                "done": self.done}
+
+    def ground_truth(self) -> dict[str, Any]:
+        """For tests and benchmarks only: object poses, what the hand holds, commanded targets."""
+        if self.episode is None or self.task is None:
+            return {"episode": None}
+        tcp_p, tcp_q = self.scene.arm.tcp_pose()
+        objects = {n: self.scene.object_state(n).to_dict() for n in self.scene.objects}
+        return {
+            "episode": self.episode.index, "task": self.task.name, "seed": self.episode.seed,
+            "target": self.task.target, "timestep": self.timestep, "done": self.done,
+            "objects": objects,
+            "held": [n for n, o in objects.items() if o["held_by"]],
+            "start_positions": {n: p.tolist() for n, p in self.scene.start.items()},
+            "tcp": {"position": tcp_p.tolist(), "quaternion_wxyz": tcp_q.tolist()},
+            "commanded_tcp": {"position": self.scene.arm.commanded_tcp[0].tolist(),
+                              "quaternion_wxyz": self.scene.arm.commanded_tcp[1].tolist()},
+            "commanded_joints": self.scene.arm.commanded_joints.tolist(),
+            "ik_failures": self.scene.arm.ik_failures, "last_ik_ok": self.last_ik_ok,
+            "faults": list(self.faults.fired) if self.faults else [],
+            "progress": dict(self.progress.info),
+        }
+
+    def close(self) -> None:
+        self.scene.close()
+
+    def __enter__(self) -> SimEnv:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals -------------------------------------------------------------------------
+    def _start_next(self) -> dict[str, Any]:
+        if self.faults is not None:
+            self.faults.end(self.scene)
+        spec = self.book.next()
+        if spec is None:
+            self.done = True
+            return self._final()
+        self.episode = spec
+        self.task = self.tasks.get(spec.task)
+        rng = np.random.default_rng([spec.seed, spec.index])
+        self.scene.load(self.task.layout(rng))
+        self.timestep = 0
+        self.progress = TaskProgress()
+        self.faults = FaultInjector(self.config.faults,
+                                    np.random.default_rng([spec.seed, spec.index, 0xFA17]),
+                                    self.task.target)
+        self.last_ik_ok = True
+        return {"obs": self._observe(reset=True), "metric": None}
+
+    def _final(self) -> dict[str, Any]:
+        return {"obs": None, "metric": self.book.final_metric()}
+
+    def _record(self, success: float) -> None:
+        assert self.episode is not None and self.task is not None and self.faults is not None
+        self.book.record({
+            "index": self.episode.index, "task": self.task.name, "seed": self.episode.seed,
+            "worker_id": self.worker_id, "success": float(success), "steps": self.timestep,
+            "ended": "success" if success >= 1.0 else "timeout",
+            "faults": list(self.faults.fired), "ik_failures": self.scene.arm.ik_failures,
+            "final_ground_truth": self.ground_truth()["objects"],
+        })
+
+    def _apply(self, action: ValidatedAction) -> None:
+        arm = action.arms[0]
+        if action.control_type is ControlType.JOINT_POSITION:
+            assert arm.joint_deltas is not None
+            self.scene.arm.command_joint_deltas(arm.joint_deltas, arm.gripper)
+            self.last_ik_ok = True
+        else:
+            assert arm.translation is not None and arm.rotation_wxyz is not None
+            self.last_ik_ok = self.scene.arm.command_ee_delta(arm.translation, arm.rotation_wxyz,
+                                                              arm.gripper).ok
+
+    def _observe(self, *, reset: bool) -> dict[str, Any]:
+        assert self.task is not None and self.faults is not None
+        occluded = self.faults.occlusions(self.config.cameras, self.timestep)
+        tcp_p, tcp_q = self.scene.arm.tcp_pose()
+        return {
+            "camera_data": self.cameras.render(occluded),
+            "instruction": self.task.instruction,
+            "joint_position_state": self.scene.arm.joint_state(),
+            "ee_pose_state": [tcp_p, tcp_q],
+            "timestep": self.timestep,
+            "reset": reset,
+        }

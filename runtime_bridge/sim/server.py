@@ -1,0 +1,37 @@
+"""The built-in simulator behind the GenManip HTTP routes (what ``harness sim serve`` runs)."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from harness_bt.registry import Registry
+from runtime_bridge.genmanip.server import DEFAULT_MAX_REQUEST_BYTES, create_app
+from runtime_bridge.sim.config import SimConfig
+from runtime_bridge.sim.env import SimEnv
+from runtime_bridge.sim.episodes import EpisodeBook
+from runtime_bridge.sim.faults import TransportFaults
+from runtime_bridge.sim.tasks import SimTask, default_tasks
+
+__all__ = ["create_sim_app"]
+
+
+def create_sim_app(config: SimConfig | None = None, *, token: str | None = None,
+                   tasks: Registry[SimTask] | None = None,
+                   max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> FastAPI:
+    """A GenManip server whose workers are :class:`SimEnv` worlds sharing one episode queue."""
+    config = config or SimConfig()
+    registry = tasks or default_tasks()
+    for name in config.tasks:
+        registry.get(name, where="--task")
+    book = EpisodeBook(config.tasks, config.episodes, config.seed)
+
+    def factory(worker_id: str) -> SimEnv:
+        return SimEnv(config, worker_id=worker_id, book=book, tasks=registry)
+
+    rates = config.faults
+    faults = TransportFaults(rates, config.seed) if (rates.drop or rates.delay) else None
+    app = create_app(factory, token=token, max_request_bytes=max_request_bytes,
+                     transport_faults=faults, delay_s=rates.delay_s,
+                     drop_hold_s=rates.drop_hold_s, title="harness-bt PyBullet Franka simulator")
+    app.state.episode_book = book
+    return app

@@ -1,0 +1,24 @@
+"""The exported names of the GenManip and simulator packages are pinned."""
+
+from __future__ import annotations
+
+import runtime_bridge.genmanip as genmanip
+import runtime_bridge.sim as sim
+
+
+def test_genmanip_exports() -> None:
+    assert sorted(genmanip.__all__) == [
+        "ActionError", "ControlType", "Embodiment", "GenManipClient", "ServerThread",
+        "StepOutcomeUnknown", "Timeouts", "ValidatedAction", "WireError", "WorkerEnv",
+        "WorkerResult", "create_app", "observation_from_wire", "observation_to_wire",
+        "validate_action",
+    ]
+    assert all(hasattr(genmanip, name) for name in genmanip.__all__)
+
+
+def test_sim_exports() -> None:
+    assert sorted(sim.__all__) == [
+        "CameraSpec", "EpisodeBook", "FaultRates", "PickAndPlace", "PickCube", "ScriptedPicker",
+        "SimConfig", "SimEnv", "SimTask", "create_sim_app", "default_tasks", "parse_camera_spec",
+    ]
+    assert all(hasattr(sim, name) for name in sim.__all__)
