@@ -180,6 +180,11 @@ class ExecutorHost:
         return self._epoch
 
     @property
+    def cursor(self) -> int:
+        """The index of the newest event in the log (start ``events_since`` here for news)."""
+        return self._log_index
+
+    @property
     def observation(self) -> Observation | None:
         return self._observation
 
