@@ -20,9 +20,10 @@ __all__ = ["FORMAT_VERSION", "MemoryRuntimeJournal", "RuntimeJournal", "SqliteRu
 
 FORMAT_VERSION = "1"
 _COLUMNS = (
-    "command_id, digest, command, accepted, state, reason, received_wall, finished_wall, "
-    "last_seq, events"
+    "command_id, command, accepted, state, reason, received_wall, finished_wall, last_seq, events"
 )
+
+_FINISHED = 6  # the finished_wall column
 
 
 @runtime_checkable
@@ -56,7 +57,7 @@ class MemoryRuntimeJournal:
         return None if row is None else RuntimeRecord.from_row(row)
 
     def unfinished(self) -> list[RuntimeRecord]:
-        return [RuntimeRecord.from_row(r) for r in self._rows.values() if r[7] is None]
+        return [RuntimeRecord.from_row(r) for r in self._rows.values() if r[_FINISHED] is None]
 
     def write(
         self, records: Iterable[RuntimeRecord], meta: Mapping[str, str] | None = None
@@ -66,7 +67,8 @@ class MemoryRuntimeJournal:
         self._meta.update(meta or {})
 
     def purge(self, finished_before_wall: float) -> int:
-        old = [k for k, r in self._rows.items() if r[7] is not None and r[7] < finished_before_wall]
+        old = [k for k, r in self._rows.items()
+               if r[_FINISHED] is not None and r[_FINISHED] < finished_before_wall]
         for k in old:
             del self._rows[k]
         return len(old)
@@ -149,11 +151,18 @@ class SqliteRuntimeJournal:
         if not rows and not meta:
             return
         try:
+            if len(rows) == 1 and not meta:  # one statement is its own transaction
+                self._db.execute(
+                    f"INSERT OR REPLACE INTO runtime_commands ({_COLUMNS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows[0],
+                )
+                return
             self._db.execute("BEGIN")
             if rows:
                 self._db.executemany(
                     f"INSERT OR REPLACE INTO runtime_commands ({_COLUMNS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
             if meta:

@@ -62,6 +62,7 @@ class RuntimeRecord:
     finished_wall: float | None = None
     last_seq: int = -1
     events: list[CommandEvent] = field(default_factory=list)
+    _command_json: str | None = field(default=None, repr=False)
 
     @property
     def digest(self) -> str | None:
@@ -96,13 +97,17 @@ class RuntimeRecord:
             events=tuple(self.events),
         )
 
+    def _command_text(self) -> str | None:
+        if self._command_json is None and self.command is not None:
+            self._command_json = self.command.model_dump_json()
+        return self._command_json
+
     def to_row(self) -> tuple[Any, ...]:
-        """The journal row: (id, digest, command, accepted, state, reason, received, finished,
-        last_seq, events)."""
+        """The journal row: (id, command, accepted, state, reason, received, finished, last_seq,
+        events)."""
         return (
             self.command_id,
-            self.digest,
-            None if self.command is None else json.dumps(self.command.to_wire()),
+            self._command_text(),
             int(self.accepted),
             self.state.value,
             self.reason,
@@ -114,10 +119,11 @@ class RuntimeRecord:
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> RuntimeRecord:
-        cid, _digest, cmd, accepted, state, reason, received, finished, last_seq, events = row
+        cid, cmd, accepted, state, reason, received, finished, last_seq, events = row
         return cls(
             command_id=cid,
-            command=None if cmd is None else Command.from_wire(json.loads(cmd)),
+            command=None if cmd is None else Command.model_validate_json(cmd),
+            _command_json=cmd,
             accepted=bool(accepted),
             state=_STATES[state],
             reason=reason,

@@ -187,18 +187,19 @@ class Broker:
 
     def _loop(self, sock: zmq.Socket) -> None:
         cfg = self.config
-        poller = zmq.Poller()
-        poller.register(sock, zmq.POLLIN)
+        sock.setsockopt(zmq.RCVTIMEO, max(1, int(cfg.tick_interval_s * 1000)))
         next_beat = self.clock.monotonic() + cfg.heartbeat_interval_s
-        timeout_ms = max(1, int(cfg.tick_interval_s * 1000))
         while not self._stop.is_set():
-            if poller.poll(timeout_ms):
-                for _ in range(1000):  # drain what is there, but keep ticking under load
-                    try:
-                        frames = sock.recv_multipart(zmq.NOBLOCK)
-                    except zmq.Again:
-                        break
-                    self._on_message(sock, frames)
+            try:
+                frames: list[bytes] | None = sock.recv_multipart()  # waits one tick at most
+            except zmq.Again:
+                frames = None
+            for _ in range(1000):  # drain what is there, but keep ticking under load
+                if frames is None:
+                    break
+                self._on_message(sock, frames)
+                frames = (sock.recv_multipart(zmq.NOBLOCK)
+                          if sock.getsockopt(zmq.EVENTS) & zmq.POLLIN else None)
             now = self.clock.monotonic()
             if now >= next_beat:
                 next_beat = now + cfg.heartbeat_interval_s

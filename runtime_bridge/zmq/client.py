@@ -73,9 +73,15 @@ class LazyPirateClient:
         wait_ms = int(1000 * (self.timeout_s if timeout_s is None else timeout_s))
         tries = self.retries if retries is None else retries
         for _ in range(tries):
-            self._sock.send_multipart(frames, copy=False)
-            if self._sock.poll(wait_ms, zmq.POLLIN):
-                raw = self._sock.recv_multipart()
+            sock = self._sock
+            if sock.getsockopt(zmq.RCVTIMEO) != wait_ms:
+                sock.setsockopt(zmq.RCVTIMEO, wait_ms)
+            sock.send_multipart(frames, copy=False)
+            try:
+                raw = sock.recv_multipart()
+            except zmq.Again:
+                raw = None
+            if raw is not None:
                 try:
                     reply = decode(raw, self.limits)
                 except WireError as err:
