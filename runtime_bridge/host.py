@@ -23,6 +23,7 @@ Time comes from an injected :class:`Clock`; tests drive ``step()`` with a fake c
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import uuid
 from collections import OrderedDict, deque
@@ -212,8 +213,9 @@ class ExecutorHost:
     def events_since(self, cursor: int, *, limit: int = 1000) -> EventBatch:
         with self._lock:
             first = self._log[0][0] if self._log else self._log_index + 1
-            out = [ev for i, ev in self._log if i > cursor][:limit]
-            nxt = cursor + len(out) if cursor + 1 >= first else first - 1 + len(out)
+            start = max(0, cursor + 1 - first)  # indices in the log are consecutive
+            out = [ev for _, ev in itertools.islice(self._log, start, start + limit)]
+            nxt = max(cursor, first - 1) + len(out)
             return EventBatch(self.boot_id, tuple(out), max(nxt, min(cursor, self._log_index)),
                               gap=cursor + 1 < first)
 

@@ -10,7 +10,8 @@
 - ``poll`` renews the leases of the commands this bridge follows (heartbeat), reads command
   events after its cursor (the authoritative path for results), and drains telemetry (the
   latest robot state becomes an :class:`Observation`). It never raises for a silent runtime:
-  it reports a ``runtime_silent`` notice and tries again next time.
+  it waits ``poll_timeout_s`` once, reports a ``runtime_silent`` notice, and tries again on
+  the next poll.
 - Fencing: ``epoch`` goes with every cancel and heartbeat (commands carry their own); a
   ``fenced`` notice says the runtime has a newer epoch.
 
@@ -96,18 +97,21 @@ class ZmqBridge:
         msg = Message(mtype, 0, self.config.service, command_id, body or {})
         return raise_for_error(self.client.request(msg, retries=retries, timeout_s=timeout_s))
 
-    def hello(self, *, retries: int | None = None) -> dict[str, Any]:
+    def hello(self, *, retries: int | None = None,
+              timeout_s: float | None = None) -> dict[str, Any]:
         """The runtime's identity: protocol, epoch, boot id, event cursor, telemetry endpoint."""
-        info = dict(self._call(MT.HELLO, retries=retries).body)
+        info = dict(self._call(MT.HELLO, retries=retries, timeout_s=timeout_s).body)
         if self.boot_id is None and not self.followed:  # nothing to catch up on: news only
             self.boot_id, self.cursor = str(info.get("boot_id")), int(info.get("cursor", 0))
         self._hello = info
         return info
 
-    def _ensure_hello(self) -> None:
+    def _ensure_hello(self) -> bool:
+        """True when the runtime has introduced itself (one short try otherwise)."""
         if self._hello is None:
             with contextlib.suppress(WireError):  # then: from cursor 0 of the first boot to answer
-                self.hello(retries=1)
+                self.hello(retries=1, timeout_s=self.config.poll_timeout_s)
+        return self._hello is not None
 
     def dispatch(self, command: Command, *, start_budget_ms: float | None = None) -> Ack:
         self._ensure_hello()
@@ -176,21 +180,21 @@ class ZmqBridge:
     def poll(self) -> PollResult:
         notices: list[BridgeNotice] = []
         now = self.clock.monotonic()
-        self._ensure_hello()
-        if now >= self._next_beat:
-            self._next_beat = now + self.config.heartbeat_interval_s
-            try:
+        if not self._ensure_hello():
+            return PollResult(notices=(BridgeNotice("runtime_silent", data={"call": "hello"}),))
+        events: list[CommandEvent] = []
+        try:
+            if now >= self._next_beat:
+                self._next_beat = now + self.config.heartbeat_interval_s
+                call = "heartbeat"
                 beat = self.heartbeat(retries=1)
                 if not beat.accepted:
                     notices.append(BridgeNotice("fenced", data={"reason": beat.reason,
                                                                 "runtime_epoch": beat.epoch}))
-            except WireError as err:
-                notices.append(self._silent("heartbeat", err))
-        events: list[CommandEvent] = []
-        try:
+            call = "events"
             events = self._read_events(notices)
-        except WireError as err:
-            notices.append(self._silent("events", err))
+        except WireError as err:  # silent: say so, and try again on the next poll
+            notices.append(self._silent(call, err))
         observations = self._drain_telemetry(now)
         return PollResult(tuple(events), tuple(observations), tuple(notices))
 

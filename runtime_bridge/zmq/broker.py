@@ -63,6 +63,7 @@ class BrokerConfig:
     max_workers: int = 1024
     tick_interval_s: float = 0.005
     linger_ms: int = 0  # a reply for a client that went away is not worth waiting for
+    backlog: int = 1024  # pending TCP connections; ZeroMQ's 100 makes a burst of clients wait
     limits: Limits = field(default_factory=Limits)
 
 
@@ -170,6 +171,7 @@ class Broker:
         sock.setsockopt(zmq.MAXMSGSIZE, cfg.limits.hard_cap_bytes)
         sock.setsockopt(zmq.RCVHWM, 100_000)
         sock.setsockopt(zmq.SNDHWM, 100_000)
+        sock.setsockopt(zmq.BACKLOG, cfg.backlog)  # many clients connecting at once
         opened: list[BrokerPlugin] = []
         try:
             sock.bind(cfg.bind)
@@ -190,16 +192,19 @@ class Broker:
         sock.setsockopt(zmq.RCVTIMEO, max(1, int(cfg.tick_interval_s * 1000)))
         next_beat = self.clock.monotonic() + cfg.heartbeat_interval_s
         while not self._stop.is_set():
-            try:
-                frames: list[bytes] | None = sock.recv_multipart()  # waits one tick at most
-            except zmq.Again:
-                frames = None
+            flags = 0  # the first receive waits one tick at most (RCVTIMEO)
             for _ in range(1000):  # drain what is there, but keep ticking under load
-                if frames is None:
+                try:
+                    frames = sock.recv_multipart(flags)
+                except zmq.Again:
                     break
-                self._on_message(sock, frames)
-                frames = (sock.recv_multipart(zmq.NOBLOCK)
-                          if sock.getsockopt(zmq.EVENTS) & zmq.POLLIN else None)
+                try:
+                    self._on_message(sock, frames)
+                except Exception:  # a bug in one message's handling must not stop the broker
+                    log.exception("broker failed on a message")
+                if not sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                    break
+                flags = zmq.NOBLOCK
             now = self.clock.monotonic()
             if now >= next_beat:
                 next_beat = now + cfg.heartbeat_interval_s

@@ -70,7 +70,9 @@ class RuntimeServer:
                                  config=cfg.host)
         self.publisher = (None if cfg.telemetry is None
                           else TelemetryPublisher(cfg.telemetry, clock=self.clock))
-        self.service = RuntimeService(self.host, name=cfg.service)
+        publisher = self.publisher
+        self.service = RuntimeService(self.host, name=cfg.service, info={
+            "telemetry": lambda: None if publisher is None else publisher.endpoint})
         plugins = [] if self.publisher is None else [self.publisher]
         self._io: Broker | ServiceWorker
         if cfg.connect is None:
@@ -98,7 +100,6 @@ class RuntimeServer:
             self.endpoints["connect"] = self.config.connect
         self.endpoints["telemetry"] = (None if self.publisher is None
                                        else self.publisher.wait_bound())
-        self.service.info["telemetry"] = self.endpoints["telemetry"]
         self.endpoints.update(service=self.config.service, journal=self.config.journal,
                               boot_id=self.host.boot_id, restarted=list(self.host.restarted))
         self.host.reset()
@@ -116,16 +117,22 @@ class RuntimeServer:
                     self._publish(self.host.step())
                 except BridgeError as exc:
                     if exc.code != "BACKEND_ERROR":
-                        self.failure = exc
-                        log.error("control loop stopped: %s", exc)
-                        self._stop.set()
+                        self._fail(exc)
                         break
                     log.warning("%s", exc)
+                except Exception as exc:  # a bug: stop serving rather than stop stepping
+                    self._fail(exc)
+                    break
             next_at += period
             now = self.clock.monotonic()
             if next_at < now - period:  # fell behind (a slow step): do not try to catch up
                 next_at = now
             self._stop.wait(max(0.0, next_at - now))
+
+    def _fail(self, exc: BaseException) -> None:
+        self.failure = exc
+        log.error("the control loop stopped: %r; the server stops", exc)
+        self._stop.set()
 
     def _publish(self, result: StepResult) -> None:
         pub = self.publisher

@@ -69,7 +69,8 @@ class FunctionService:
 
 class RuntimeService:
     """The runtime's requests over an :class:`ExecutorHost`: HELLO, DISPATCH, CANCEL, QUERY,
-    HEARTBEAT, EVENTS. ``info`` is added to HELLO replies (the telemetry endpoint)."""
+    HEARTBEAT, EVENTS. ``info`` is added to HELLO replies (the telemetry endpoint); a callable
+    value is called for each reply."""
 
     def __init__(self, host: ExecutorHost, *, name: str = "manip",
                  info: dict[str, Any] | None = None) -> None:
@@ -93,7 +94,8 @@ class RuntimeService:
         host = self.host
         return {"protocol": PROTOCOL_VERSION, "service": self.name, "epoch": host.epoch,
                 "boot_id": host.boot_id, "cursor": host.cursor, "lease_s": host.config.lease_s,
-                "control_period_s": host.backend.control_period_s, **self.info}
+                "control_period_s": host.backend.control_period_s,
+                **{k: v() if callable(v) else v for k, v in self.info.items()}}
 
     def _dispatch(self, request: Message) -> dict[str, Any]:
         command = command_from_wire(request.body, request.command_id)

@@ -31,10 +31,13 @@ sys.path.insert(0, str(ROOT))
 
 import zmq  # noqa: E402
 
+from harness_bt.bridge import RuntimeState  # noqa: E402
 from runtime_bridge.zmq import (  # noqa: E402
     LazyPirateClient,
     Message,
     MessageType,
+    WireCode,
+    WireError,
     ZmqBridge,
     ZmqBridgeConfig,
     encode,
@@ -209,19 +212,36 @@ def throughput(requests: int, clients: int) -> None:
 
 def _flood_client(endpoint: str, first: int, clients: int, per_client: int,
                   out: mp.Queue) -> None:
-    acked, refused, errors = [0], [0], []
+    """Each thread is one client dispatching its commands one after the other. A dispatch whose
+    outcome is unknown is reconciled by query, as the runner would: if the runtime never got
+    it, it is sent again under the same id; never under a new one."""
+    stats = Counter()
+    errors: list[str] = []
+    worst = [0.0]
 
     def one(k: int) -> None:
         ctx = zmq.Context.instance()
-        bridge = ZmqBridge(ZmqBridgeConfig(endpoint=endpoint, telemetry="", timeout_s=5.0,
+        bridge = ZmqBridge(ZmqBridgeConfig(endpoint=endpoint, telemetry="", timeout_s=2.0,
                                            retries=3), context=ctx)
         try:
             for i in range(per_client):
-                ack = bridge.dispatch(command(f"flood-{k}-{i}", "wait", steps=0))
-                if ack.accepted:
-                    acked[0] += 1
-                else:
-                    refused[0] += 1
+                cmd = command(f"flood-{k}-{i}", "wait", steps=0, start_within_ms=60_000)
+                t0 = time.perf_counter()
+                while True:
+                    try:
+                        ack = bridge.dispatch(cmd)
+                        break
+                    except WireError as err:
+                        if err.code != WireCode.OUTCOME_UNKNOWN:
+                            raise
+                        stats["unknown"] += 1
+                        if bridge.query(cmd.command_id).state is not RuntimeState.NOT_FOUND:
+                            stats["reconciled"] += 1
+                            ack = None
+                            break
+                worst[0] = max(worst[0], time.perf_counter() - t0)
+                stats["acked" if ack is None or ack.accepted else "refused"] += 1
+                stats["duplicate"] += bool(ack is not None and ack.duplicate)
         except Exception as exc:
             errors.append(repr(exc))
         finally:
@@ -232,7 +252,7 @@ def _flood_client(endpoint: str, first: int, clients: int, per_client: int,
         t.start()
     for t in threads:
         t.join()
-    out.put((acked[0], refused[0], errors))
+    out.put((dict(stats), errors, worst[0]))
 
 
 def rss_kib(pid: int) -> int:
@@ -270,9 +290,9 @@ def flood(clients: int, per_client: int, processes: int) -> None:
         finally:
             proc.terminate()
             proc.wait(10)
-        acked = sum(r[0] for r in results)
-        refused = sum(r[1] for r in results)
-        errors = [e for r in results for e in r[2]]
+        stats = sum((Counter(r[0]) for r in results), Counter())
+        errors = [e for r in results for e in r[1]]
+        worst = max(r[2] for r in results)
         db = sqlite3.connect(os.path.join(tmp, "runtime.db"))
         states = dict(db.execute("SELECT state, COUNT(*) FROM runtime_commands "
                                  "WHERE command_id LIKE 'flood-%' GROUP BY state").fetchall())
@@ -281,8 +301,11 @@ def flood(clients: int, per_client: int, processes: int) -> None:
     total = clients * per_client
     print(f"\n3. {clients} concurrent clients x {per_client} commands = {total} dispatches "
           f"({processes} client processes), {wall:.1f} s, {total / wall:.0f} dispatch/s")
-    print(f"   acknowledged {acked}, refused {refused}, client errors {len(errors)}"
-          + (f" (first: {errors[0]})" if errors else ""))
+    print(f"   acknowledged {stats['acked']} (resends answered as duplicates: "
+          f"{stats['duplicate']}), refused {stats['refused']}, outcome unknown "
+          f"{stats['unknown']} (reconciled by query: {stats['reconciled']}), client errors "
+          f"{len(errors)}" + (f" (first: {errors[0]})" if errors else ""))
+    print(f"   slowest dispatch (with its retries): {worst * 1000:.0f} ms")
     print(f"   runtime journal: {states}")
     lost = total - states.get("CONTROL_DONE", 0)
     twice = sum(1 for n in runs.values() if n > 1)
@@ -293,6 +316,9 @@ def flood(clients: int, per_client: int, processes: int) -> None:
 
 def main() -> None:
     quick = "--quick" in sys.argv
+    if "--flood" in sys.argv:
+        flood(100, int(sys.argv[sys.argv.index("--flood") + 1]), 4)
+        return
     print(f"bench_zmq: pyzmq {zmq.__version__}, libzmq {zmq.zmq_version()}, "
           f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     round_trips(500 if quick else 3000)

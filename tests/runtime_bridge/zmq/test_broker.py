@@ -180,3 +180,20 @@ def test_the_runtime_can_serve_as_a_worker_of_an_external_broker(zctx, broker, t
         assert STARTS["via-worker"] == 1
     finally:
         server.stop()
+
+
+def test_a_burst_larger_than_one_drain_loses_nothing(zctx, raw_socket):
+    b = Broker(BrokerConfig(bind=f"{LOOPBACK}:*"), context=zctx,
+               services=[FunctionService("echo", lambda req: dict(req.body))])
+    b.start()
+    try:
+        dealer = raw_socket(zmq.DEALER, b.endpoint)
+        n = 2500  # the broker drains at most 1000 messages between ticks
+        for i in range(n):
+            dealer.send_multipart(encode(Message(MT.REQUEST, i + 1, "echo", body={"i": i})))
+        got = set()
+        while len(got) < n and dealer.poll(2000):
+            got.add(decode(dealer.recv_multipart()).body["i"])
+        assert got == set(range(n))
+    finally:
+        b.stop()
