@@ -65,6 +65,6 @@ def backend_from_spec(spec: str, *, dt: float = 1.0 / 30.0) -> Backend:
     if spec.startswith(("http://", "https://")):
         return _hook("genmanip", spec, dt)
     if ":" in spec:
-        return load_object(spec, "backend")(dt)  # type: ignore[no-any-return]
+        return load_object(spec, "backend")(dt)
     raise BridgeError("INVALID_CONFIG", f"unknown backend {spec!r}; known: kinematic, sim, "
                       "http(s)://GENMANIP_SERVER, package.module:factory")

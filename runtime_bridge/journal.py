@@ -11,7 +11,7 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Iterable, Mapping
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from harness_bt.errors import BridgeError
 from runtime_bridge.record import RuntimeRecord
@@ -49,7 +49,7 @@ class MemoryRuntimeJournal:
     """Records in a dict: for an in-process runtime that lives and dies with the harness."""
 
     def __init__(self) -> None:
-        self._rows: dict[str, tuple[object, ...]] = {}
+        self._rows: dict[str, tuple[Any, ...]] = {}
         self._meta: dict[str, str] = {}
 
     def get(self, command_id: str) -> RuntimeRecord | None:
@@ -192,7 +192,8 @@ class SqliteRuntimeJournal:
         return None if row is None else str(row[0])
 
     def count(self) -> int:
-        return int(self._query_one("SELECT COUNT(*) FROM runtime_commands", ())[0])  # type: ignore[index]
+        row = self._query_one("SELECT COUNT(*) FROM runtime_commands", ())
+        return 0 if row is None else int(str(row[0]))
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.DatabaseError):

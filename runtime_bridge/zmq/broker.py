@@ -25,7 +25,7 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, cast
 
 import zmq
 
@@ -202,7 +202,7 @@ class Broker:
                     self._on_message(sock, frames)
                 except Exception:  # a bug in one message's handling must not stop the broker
                     log.exception("broker failed on a message")
-                if not sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                if not cast(int, sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
                     break
                 flags = zmq.NOBLOCK
             now = self.clock.monotonic()

@@ -30,10 +30,10 @@ def executors_from_spec(spec: str | None) -> ExecutorFactory:
     """``package.module:factory``, or the single factory in the ``harness_bt.executors``
     entry-point group (the skills package registers its own there)."""
     if spec:
-        return load_object(spec, "executor factory")  # type: ignore[no-any-return]
+        return load_object(spec, "executor factory")
     found = list(entry_points(group=EXECUTOR_GROUP))
     if len(found) == 1:
-        return found[0].load()  # type: ignore[no-any-return]
+        return found[0].load()
     names = ", ".join(f"{ep.name} ({ep.value})" for ep in found) or "none installed"
     raise BridgeError("INVALID_CONFIG", f"no executor factory chosen; entry points in "
                       f"{EXECUTOR_GROUP}: {names}",

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from harness_bt.errors import BridgeError
+from harness_bt.errors import BridgeError, HarnessError
 
 __all__ = [
     "MAGIC",
@@ -180,7 +180,7 @@ def encode(msg: Message) -> list[bytes | memoryview]:
                 raise WireError(WireCode.INVALID_REQUEST, f"array {name!r} has dtype "
                                 f"{arr.dtype}; only bool, int, uint and float travel")
             described.append({"name": name, "dtype": arr.dtype.str, "shape": list(arr.shape)})
-            blobs.append(memoryview(arr).cast("B") if arr.ndim else arr.tobytes())
+            blobs.append(arr.data.cast("B") if arr.ndim else arr.tobytes())
         body = {**body, "_arrays": described}
     try:
         text = json.dumps(body, separators=(",", ":"), allow_nan=False)
@@ -364,7 +364,7 @@ def decode_route(frame: bytes) -> list[bytes]:
     return out
 
 
-def error_reply(request_id: int, error: BridgeError | WireError, *, service: str = "",
+def error_reply(request_id: int, error: HarnessError, *, service: str = "",
                 command_id: str = "") -> Message:
     """The ERROR message that answers ``request_id`` with ``error``'s fields."""
     return Message(MessageType.ERROR, request_id, service, command_id, error.to_dict())
