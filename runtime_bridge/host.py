@@ -422,7 +422,12 @@ class ExecutorHost:
         rec.reason = reason
         rec.finished_wall = self.clock.wall()
         self._emit(rec, kind, reason, progress, data)
+        self._remember(rec)
+
+    def _remember(self, rec: RuntimeRecord) -> None:
+        """Keep a finished record in the in-memory cache (the journal keeps them all)."""
         self._cache[rec.command_id] = rec
+        self._cache.move_to_end(rec.command_id)
         while len(self._cache) > self.config.cache_size:
             self._cache.popitem(last=False)
 
@@ -439,15 +444,9 @@ class ExecutorHost:
         live = self._active.get(command_id)
         if live is not None:
             return live.record
-        rec = self._cache.get(command_id)
-        if rec is None:
-            rec = self._journal.get(command_id)
-            if rec is not None and rec.finished:
-                self._cache[command_id] = rec
-                while len(self._cache) > self.config.cache_size:
-                    self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(command_id)
+        rec = self._cache.get(command_id) or self._journal.get(command_id)
+        if rec is not None and rec.finished:
+            self._remember(rec)
         return rec
 
     def _take_over(self, epoch: int) -> None:
