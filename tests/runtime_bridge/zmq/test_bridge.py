@@ -133,7 +133,9 @@ def test_a_lease_not_renewed_makes_the_runtime_hold_by_itself(start_server, make
     assert (status.state, status.reason) == (RS.STOPPED, "LEASE_EXPIRED")
     stop = status.events[-1]
     assert stop.data["held"] is True
-    assert stop.data["protection_latency_s"] <= 0.02 + 0.01  # one control period (+ jitter)
+    # the first control step after the deadline holds; the exact one-period bound is pinned
+    # with a fake clock in test_host; here a loaded machine may delay the real-time loop
+    assert stop.data["protection_latency_s"] <= 0.1
     events = events_of(poll_until(bridge, lambda s: events_of(s, "ls")), "ls")
     assert events[-1].kind is EventKind.STOPPED
 
