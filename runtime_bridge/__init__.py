@@ -1,2 +1,7 @@
 """Transports and runtimes: the GenManip HTTP client and compatible simulator, the built-in
-PyBullet simulator, the in-process runtime, the ZeroMQ client / server / broker."""
+PyBullet simulator, the in-process runtime, the ZeroMQ client / server / broker.
+
+:mod:`runtime_bridge.host` is the executor host every runtime shares; its seams are
+:class:`~runtime_bridge.host.Backend` (a robot or simulator) and
+:data:`~harness_bt.executor.ExecutorFactory` (the skills' executors).
+"""

@@ -1,0 +1,270 @@
+"""``ZmqBridge``: the harness's :class:`~harness_bt.bridge.RuntimeBridge` to a ZeroMQ runtime.
+
+- ``query``, heartbeats and event reads are idempotent: Lazy-Pirate retries.
+- ``dispatch`` and ``cancel`` change things, but the runtime deduplicates by command id, so a
+  call that gets no answer is resent with the **same** command id (the start budget shrinks by
+  the time spent; it is never refreshed). When every try stays silent the outcome is unknown:
+  the call raises ``WireError`` with code ``OUTCOME_UNKNOWN`` (``details["outcome"] ==
+  "unknown"``): mark the command UNKNOWN in the ledger and reconcile it with ``query``; never
+  resend it under a new id.
+- ``poll`` renews the leases of the commands this bridge follows (heartbeat), reads command
+  events after its cursor (the authoritative path for results), and drains telemetry (the
+  latest robot state becomes an :class:`Observation`). It never raises for a silent runtime:
+  it waits ``poll_timeout_s`` once, reports a ``runtime_silent`` notice, and tries again on
+  the next poll.
+- Fencing: ``epoch`` goes with every cancel and heartbeat (commands carry their own); a
+  ``fenced`` notice says the runtime has a newer epoch.
+
+One thread owns the bridge and all its sockets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+import zmq
+
+from harness_bt.bridge import Ack, BridgeNotice, PollResult, RuntimeStatus
+from harness_bt.clock import Clock, SystemClock
+from harness_bt.ledger import Command, CommandEvent, EventKind
+from harness_bt.observation import EePose, Observation
+from runtime_bridge.host import HeartbeatResult
+from runtime_bridge.zmq.client import LazyPirateClient
+from runtime_bridge.zmq.codec import (
+    ack_from_wire,
+    batch_from_wire,
+    heartbeat_from_wire,
+    status_from_wire,
+)
+from runtime_bridge.zmq.telemetry import TelemetrySubscriber, TopicValue
+from runtime_bridge.zmq.wire import Message, MessageType, WireCode, WireError, raise_for_error
+
+__all__ = ["ZmqBridge", "ZmqBridgeConfig"]
+
+MT = MessageType
+_FINAL = frozenset({EventKind.CONTROL_DONE, EventKind.ABORTED, EventKind.STOPPED,
+                    EventKind.REJECTED})
+#: Errors that prove a dispatch was not carried out (safe to send again later, same id).
+_NOT_DONE = frozenset({WireCode.SERVICE_UNAVAILABLE, WireCode.BROKER_BUSY,
+                       WireCode.SERVICE_TIMEOUT, WireCode.NO_SUCH_SERVICE})
+
+
+@dataclass(frozen=True, slots=True)
+class ZmqBridgeConfig:
+    """``telemetry``: the PUB endpoint (None: ask the runtime; "": no telemetry). ``timeout_s``
+    x ``retries`` bounds dispatch, cancel and query; ``poll_timeout_s`` bounds each of poll's
+    (single-try) requests."""
+
+    endpoint: str = "tcp://127.0.0.1:5555"
+    service: str = "manip"
+    telemetry: str | None = None
+    epoch: int = 0
+    timeout_s: float = 0.5
+    retries: int = 3
+    poll_timeout_s: float = 0.25
+    heartbeat_interval_s: float = 0.25
+    max_events: int = 1000
+    linger_ms: int = 0
+
+
+class ZmqBridge:
+    """See the module docstring."""
+
+    def __init__(self, config: ZmqBridgeConfig | None = None, *,
+                 context: zmq.Context | None = None, clock: Clock | None = None) -> None:
+        self.config = cfg = config or ZmqBridgeConfig()
+        self.context = context or zmq.Context.instance()
+        self.clock: Clock = clock or SystemClock()
+        self.epoch = cfg.epoch
+        self.client = LazyPirateClient(cfg.endpoint, context=self.context,
+                                       timeout_s=cfg.timeout_s, retries=cfg.retries,
+                                       linger_ms=cfg.linger_ms)
+        self.followed: set[str] = set()
+        self.boot_id: str | None = None
+        self.cursor = 0
+        self._seen: dict[str, int] = {}
+        self._hello: dict[str, Any] | None = None
+        self._next_beat = 0.0
+        self._subscriber: TelemetrySubscriber | None = None
+        self._state_seq = -1
+
+    # ------------------------------------------------------------------ calls
+
+    def _call(self, mtype: MessageType, command_id: str = "", body: dict[str, Any] | None = None,
+              *, retries: int | None = None, timeout_s: float | None = None) -> Message:
+        msg = Message(mtype, 0, self.config.service, command_id, body or {})
+        return raise_for_error(self.client.request(msg, retries=retries, timeout_s=timeout_s))
+
+    def hello(self, *, retries: int | None = None,
+              timeout_s: float | None = None) -> dict[str, Any]:
+        """The runtime's identity: protocol, epoch, boot id, event cursor, telemetry endpoint."""
+        info = dict(self._call(MT.HELLO, retries=retries, timeout_s=timeout_s).body)
+        if self.boot_id is None and not self.followed:  # nothing to catch up on: news only
+            self.boot_id, self.cursor = str(info.get("boot_id")), int(info.get("cursor", 0))
+        self._hello = info
+        return info
+
+    def _ensure_hello(self) -> bool:
+        """True when the runtime has introduced itself (one short try otherwise)."""
+        if self._hello is None:
+            with contextlib.suppress(WireError):  # then: from cursor 0 of the first boot to answer
+                self.hello(retries=1, timeout_s=self.config.poll_timeout_s)
+        return self._hello is not None
+
+    def dispatch(self, command: Command, *, start_budget_ms: float | None = None) -> Ack:
+        self._ensure_hello()
+        cid = command.command_id
+        budget = command.start_within_ms if start_budget_ms is None else start_budget_ms
+        began = self.clock.monotonic()
+        self.followed.add(cid)
+        tries = 0
+        for tries in range(1, self.config.retries + 1):
+            left = budget - 1000.0 * (self.clock.monotonic() - began)
+            if tries > 1 and left <= 0:
+                break
+            try:
+                reply = self._call(MT.DISPATCH, cid, {"command": command.to_wire(),
+                                                      "start_budget_ms": left}, retries=1)
+            except WireError as err:
+                if err.code == WireCode.NO_REPLY:
+                    continue
+                if err.code in _NOT_DONE:
+                    self.followed.discard(cid)
+                    raise
+                if err.code == WireCode.WORKER_LOST:
+                    break
+                raise
+            return ack_from_wire(reply.body)
+        raise self._unknown("dispatch", cid, tries)
+
+    def cancel(self, command_id: str) -> Ack:
+        self._ensure_hello()
+        self.followed.add(command_id)
+        try:
+            reply = self._call(MT.CANCEL, command_id, {"epoch": self.epoch})
+        except WireError as err:
+            if err.code in (WireCode.NO_REPLY, WireCode.WORKER_LOST):
+                raise self._unknown("cancel", command_id, self.config.retries) from err
+            raise
+        return ack_from_wire(reply.body)
+
+    def _unknown(self, what: str, command_id: str, tries: int) -> WireError:
+        return WireError(
+            WireCode.OUTCOME_UNKNOWN,
+            f"{what} of {command_id!r} got no answer from {self.config.endpoint} after {tries} "
+            "tries; the runtime may or may not have it", command_id=command_id,
+            where=self.config.endpoint, details={"outcome": "unknown", "call": what,
+                                                 "tries": tries},
+            fix="mark it UNKNOWN and reconcile with query(); never resend it under a new id")
+
+    def query(self, command_id: str) -> RuntimeStatus:
+        """The runtime's record (raises ``WireError(NO_REPLY)`` when it stays silent)."""
+        self.followed.add(command_id)
+        return status_from_wire(self._call(MT.QUERY, command_id).body)
+
+    def follow(self, command_ids: list[str] | set[str] | tuple[str, ...]) -> None:
+        """Adopt commands (a resumed harness): renew their leases, report their events."""
+        self.followed.update(command_ids)
+
+    def heartbeat(self, command_ids: list[str] | None = None, *,
+                  retries: int | None = None) -> HeartbeatResult:
+        ids = sorted(self.followed) if command_ids is None else command_ids
+        reply = self._call(MT.HEARTBEAT, "", {"epoch": self.epoch, "command_ids": ids},
+                           retries=retries, timeout_s=self.config.poll_timeout_s)
+        return heartbeat_from_wire(reply.body)
+
+    # ------------------------------------------------------------------ poll
+
+    def poll(self) -> PollResult:
+        notices: list[BridgeNotice] = []
+        now = self.clock.monotonic()
+        if not self._ensure_hello():
+            return PollResult(notices=(BridgeNotice("runtime_silent", data={"call": "hello"}),))
+        events: list[CommandEvent] = []
+        try:
+            if now >= self._next_beat:
+                self._next_beat = now + self.config.heartbeat_interval_s
+                call = "heartbeat"
+                beat = self.heartbeat(retries=1)
+                if not beat.accepted:
+                    notices.append(BridgeNotice("fenced", data={"reason": beat.reason,
+                                                                "runtime_epoch": beat.epoch}))
+            call = "events"
+            events = self._read_events(notices)
+        except WireError as err:  # silent: say so, and try again on the next poll
+            notices.append(self._silent(call, err))
+        observations = self._drain_telemetry(now)
+        return PollResult(tuple(events), tuple(observations), tuple(notices))
+
+    def _silent(self, call: str, err: WireError) -> BridgeNotice:
+        return BridgeNotice("runtime_silent", data={"call": call, "code": err.code,
+                                                    "message": err.message})
+
+    def _read_events(self, notices: list[BridgeNotice]) -> list[CommandEvent]:
+        body = {"cursor": self.cursor, "limit": self.config.max_events}
+        batch = batch_from_wire(self._call(MT.EVENTS, "", body, retries=1,
+                                           timeout_s=self.config.poll_timeout_s).body)
+        if batch.boot_id != self.boot_id:
+            if self.boot_id is not None:
+                notices.append(BridgeNotice("runtime_restarted", data={
+                    "old_boot_id": self.boot_id, "boot_id": batch.boot_id}))
+            self.boot_id, self.cursor = batch.boot_id, 0
+            body["cursor"] = 0
+            batch = batch_from_wire(self._call(MT.EVENTS, "", body, retries=1,
+                                               timeout_s=self.config.poll_timeout_s).body)
+        self.cursor = batch.next_cursor
+        out = [e for e in batch.events if self._fresh(e)]
+        if batch.gap:
+            notices.append(BridgeNotice("events_gap", data={"cursor": self.cursor}))
+            for cid in sorted(self.followed):
+                out.extend(e for e in self.query(cid).events if self._fresh(e))
+        return out
+
+    def _fresh(self, event: CommandEvent) -> bool:
+        cid = event.command_id
+        if cid not in self.followed or event.seq <= self._seen.get(cid, -1):
+            return False
+        self._seen[cid] = event.seq
+        if event.kind in _FINAL:
+            self.followed.discard(cid)
+            self._seen.pop(cid, None)
+        return True
+
+    def _drain_telemetry(self, now: float) -> list[Observation]:
+        if self._subscriber is None:
+            endpoint = self.config.telemetry
+            if endpoint is None and self._hello is not None:
+                endpoint = self._hello.get("telemetry") or ""
+            if not endpoint:
+                return []
+            self._subscriber = TelemetrySubscriber(endpoint, topics=("state",),
+                                                   context=self.context)
+        self._subscriber.drain()
+        state = self._subscriber.latest.get("state")
+        if state is None or state.seq == self._state_seq:
+            return []
+        self._state_seq = state.seq
+        return [_observation(state, now)]
+
+    def close(self) -> None:
+        if self._subscriber is not None:
+            self._subscriber.close()
+            self._subscriber = None
+        self.client.close()
+
+    def __enter__(self) -> ZmqBridge:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _observation(value: TopicValue, now: float) -> Observation:
+    a, b = value.arrays, value.body
+    return Observation(
+        cameras={}, joint_positions=a["joint_positions"],
+        ee_poses=(EePose(a["ee_position"], a["ee_quaternion"]),), instruction="",
+        timestep=int(b.get("timestep", 0)), reset=False, worker_id=str(b.get("worker_id", "0")),
+        received_at=now, extras={"source": "telemetry", "active": b.get("active", [])})

@@ -1,0 +1,106 @@
+"""``harness runtime``: serve a ZeroMQ runtime, or run a stand-alone broker."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+from importlib.metadata import entry_points
+from typing import Any
+
+import typer
+
+from harness_bt.errors import BridgeError
+from harness_bt.executor import ExecutorFactory
+from runtime_bridge.backends import backend_from_spec, load_object
+from runtime_bridge.host import HostConfig
+from runtime_bridge.zmq.broker import Broker, BrokerConfig
+from runtime_bridge.zmq.server import RuntimeServer, RuntimeServerConfig
+
+__all__ = ["app", "executors_from_spec"]
+
+EXECUTOR_GROUP = "harness_bt.executors"
+
+app = typer.Typer(name="runtime", help="The robot-side ZeroMQ runtime: serve, broker.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+
+def executors_from_spec(spec: str | None) -> ExecutorFactory:
+    """``package.module:factory``, or the single factory in the ``harness_bt.executors``
+    entry-point group (the skills package registers its own there)."""
+    if spec:
+        return load_object(spec, "executor factory")
+    found = list(entry_points(group=EXECUTOR_GROUP))
+    if len(found) == 1:
+        return found[0].load()
+    names = ", ".join(f"{ep.name} ({ep.value})" for ep in found) or "none installed"
+    raise BridgeError("INVALID_CONFIG", f"no executor factory chosen; entry points in "
+                      f"{EXECUTOR_GROUP}: {names}",
+                      fix="pass --executors package.module:factory")
+
+
+def _run_until_signal(stop: threading.Event, done: Any) -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.is_set() and not done():
+        stop.wait(0.2)
+
+
+@app.command("serve")
+def serve(
+    backend: str = typer.Option("kinematic", help="kinematic | sim | http://GENMANIP | "
+                                "package.module:factory"),
+    bind: str = typer.Option("tcp://127.0.0.1:5555", help="where the broker listens "
+                             "(tcp://127.0.0.1:* picks a free port)"),
+    connect: str = typer.Option("", help="serve as a worker of this external broker instead"),
+    telemetry: str = typer.Option("tcp://127.0.0.1:5556", help="PUB endpoint ('' for none)"),
+    journal: str = typer.Option("runtime.db", help="the runtime's durable record (SQLite)"),
+    executors: str = typer.Option("", help="package.module:factory building executors"),
+    service: str = typer.Option("manip", help="the service name to register"),
+    control_hz: float = typer.Option(30.0, help="control steps per second"),
+    lease_ms: float = typer.Option(1000.0, help="lease per command (0: no leases)"),
+    retention_s: float = typer.Option(86400.0, help="how long finished records are kept"),
+    heartbeat_ms: float = typer.Option(1000.0, help="broker <-> worker heartbeat interval"),
+    log_level: str = typer.Option("WARNING", help="logging level"),
+) -> None:
+    """Serve the runtime: host executors, run the control loop, answer over ZeroMQ.
+
+    Prints one JSON line with the bound endpoints once it is ready."""
+    logging.basicConfig(level=log_level.upper())
+    server = RuntimeServer(
+        backend_from_spec(backend, dt=1.0 / control_hz),
+        executors_from_spec(executors or None),
+        RuntimeServerConfig(
+            bind=bind, connect=connect or None, telemetry=telemetry or None,
+            service=service, journal=journal or None,
+            host=HostConfig(lease_s=lease_ms / 1000.0 if lease_ms > 0 else None,
+                            retention_s=retention_s),
+            heartbeat_interval_s=heartbeat_ms / 1000.0,
+        ),
+    )
+    stop = threading.Event()
+    try:
+        typer.echo(json.dumps({"ready": True, **server.start()}))
+        _run_until_signal(stop, lambda: server.wait(0))
+    finally:
+        server.stop()
+    if server.failure is not None:
+        raise server.failure
+
+
+@app.command("broker")
+def broker(
+    bind: str = typer.Option("tcp://127.0.0.1:5555", help="where the broker listens"),
+    heartbeat_ms: float = typer.Option(1000.0, help="worker heartbeat interval"),
+    log_level: str = typer.Option("WARNING", help="logging level"),
+) -> None:
+    """Run a stand-alone broker that routes requests to registered services by name."""
+    logging.basicConfig(level=log_level.upper())
+    b = Broker(BrokerConfig(bind=bind, heartbeat_interval_s=heartbeat_ms / 1000.0))
+    stop = threading.Event()
+    try:
+        typer.echo(json.dumps({"ready": True, "bind": b.start()}))
+        _run_until_signal(stop, lambda: False)
+    finally:
+        b.stop()

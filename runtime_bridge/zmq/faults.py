@@ -1,0 +1,169 @@
+"""A fault-injecting proxy for tests and chaos runs: it sits between REQ clients and a server
+and drops, delays or duplicates messages, or partitions the link, on request.
+
+Each client connection gets its own upstream DEALER, so the server sees ordinary REQ-shaped
+peers. The proxy's thread owns all its sockets; the fault controls are plain thread-safe
+settings.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from dataclasses import dataclass
+
+import zmq
+
+from harness_bt.errors import BridgeError
+
+__all__ = ["FaultCounts", "FaultProxy"]
+
+
+@dataclass(slots=True)
+class FaultCounts:
+    requests: int = 0
+    replies: int = 0
+    dropped_requests: int = 0
+    dropped_replies: int = 0
+    delayed_replies: int = 0
+    duplicated_replies: int = 0
+
+
+class FaultProxy:
+    """``start()`` returns the endpoint clients connect to instead of ``upstream``."""
+
+    def __init__(self, upstream: str, *, bind: str = "tcp://127.0.0.1:*",
+                 context: zmq.Context | None = None) -> None:
+        self.upstream = upstream
+        self.bind = bind
+        self.context = context or zmq.Context.instance()
+        self.counts = FaultCounts()
+        self.endpoint: str | None = None
+        self._lock = threading.Lock()
+        self._drop_requests = 0
+        self._drop_replies = 0
+        self._duplicate_replies = 0
+        self._delay_s = 0.0
+        self._partitioned = False
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ controls
+
+    def drop_requests(self, n: int = 1) -> None:
+        with self._lock:
+            self._drop_requests += n
+
+    def drop_replies(self, n: int = 1) -> None:
+        """Let the server handle the next ``n`` requests, but lose their replies."""
+        with self._lock:
+            self._drop_replies += n
+
+    def duplicate_replies(self, n: int = 1) -> None:
+        with self._lock:
+            self._duplicate_replies += n
+
+    def delay_replies(self, seconds: float) -> None:
+        with self._lock:
+            self._delay_s = seconds
+
+    def partition(self, on: bool = True) -> None:
+        """Drop everything both ways while on."""
+        with self._lock:
+            self._partitioned = on
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, timeout_s: float = 5.0) -> str:
+        self._thread = threading.Thread(target=self._run, name="fault-proxy", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout_s) or self.endpoint is None:
+            self.stop()
+            raise BridgeError("BIND_FAILED", f"the fault proxy could not bind {self.bind}")
+        return self.endpoint
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5.0)
+
+    def _take(self, name: str) -> bool:
+        with self._lock:
+            left = getattr(self, name)
+            if left > 0:
+                setattr(self, name, left - 1)
+                return True
+            return False
+
+    def _run(self) -> None:
+        front = self.context.socket(zmq.ROUTER)
+        front.setsockopt(zmq.LINGER, 0)
+        uppers: dict[bytes, zmq.Socket] = {}
+        owners: dict[zmq.Socket, list[bytes]] = {}
+        later: list[tuple[float, int, list[bytes], list[bytes]]] = []
+        order = itertools.count()
+        poller = zmq.Poller()
+        try:
+            front.bind(self.bind)
+            self.endpoint = front.getsockopt_string(zmq.LAST_ENDPOINT)
+            self._ready.set()
+            poller.register(front, zmq.POLLIN)
+            while not self._stop.is_set():
+                wait = 5 if not later else max(0, int(1000 * (later[0][0] - time.monotonic())))
+                for sock, _ in poller.poll(min(wait, 5)):
+                    frames = sock.recv_multipart()
+                    if sock is front:
+                        self._on_request(frames, uppers, owners, poller)
+                    else:
+                        self._on_reply(owners[sock], frames, front, later, order)
+                while later and later[0][0] <= time.monotonic():
+                    _, _, envelope, frames = heapq.heappop(later)
+                    front.send_multipart([*envelope, *frames])
+        finally:
+            for sock in uppers.values():
+                sock.close(0)
+            front.close(0)
+            self._ready.set()
+
+    def _on_request(self, frames: list[bytes], uppers: dict[bytes, zmq.Socket],
+                    owners: dict[zmq.Socket, list[bytes]], poller: zmq.Poller) -> None:
+        self.counts.requests += 1
+        with self._lock:
+            cut = self._partitioned
+        if cut or self._take("_drop_requests"):
+            self.counts.dropped_requests += 1
+            return
+        cut_at = 2 if len(frames) > 1 and not frames[1] else 1
+        envelope, body = frames[:cut_at], frames[cut_at:]
+        upper = uppers.get(envelope[0])
+        if upper is None:
+            upper = self.context.socket(zmq.DEALER)
+            upper.setsockopt(zmq.LINGER, 0)
+            upper.connect(self.upstream)
+            uppers[envelope[0]] = upper
+            owners[upper] = envelope
+            poller.register(upper, zmq.POLLIN)
+        upper.send_multipart([b"", *body])
+
+    def _on_reply(self, envelope: list[bytes], frames: list[bytes], front: zmq.Socket,
+                  later: list[tuple[float, int, list[bytes], list[bytes]]],
+                  order: itertools.count[int]) -> None:
+        self.counts.replies += 1
+        body = frames[1:] if frames and not frames[0] else frames
+        with self._lock:
+            cut, delay = self._partitioned, self._delay_s
+        if cut or self._take("_drop_replies"):
+            self.counts.dropped_replies += 1
+            return
+        copies = 2 if self._take("_duplicate_replies") else 1
+        self.counts.duplicated_replies += copies - 1
+        for _ in range(copies):
+            if delay > 0:
+                self.counts.delayed_replies += 1
+                heapq.heappush(later, (time.monotonic() + delay, next(order), envelope, body))
+            else:
+                front.send_multipart([*envelope, *body])
+

@@ -1,0 +1,333 @@
+"""ZeroMQ runtime benchmarks. Prints figures and ratios against baselines measured in the same
+run; asserts nothing about speed.
+
+1. dispatch-to-acknowledge round trip (p50 / p99) between two processes, versus a raw pyzmq
+   REQ/REP echo with the same frame sizes (targets: <= 1.5x at p50, <= 2x at p99);
+2. broker throughput: requests per second routed to a remote worker, and answered by the
+   runtime's local service;
+3. 100 concurrent clients x 1,000 commands: nothing lost, nothing run twice, broker memory.
+
+Run: .venv/bin/python tests/benchmarks/bench_zmq.py [--quick]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing as mp
+import os
+import queue
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import zmq  # noqa: E402
+
+from harness_bt.bridge import RuntimeState  # noqa: E402
+from runtime_bridge.zmq import (  # noqa: E402
+    LazyPirateClient,
+    Message,
+    MessageType,
+    WireCode,
+    WireError,
+    ZmqBridge,
+    ZmqBridgeConfig,
+    encode,
+)
+from tests.runtime_bridge.executors import command  # noqa: E402
+
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def spawn(args: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen, dict]:
+    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, text=True,
+                            env=env or ENV, cwd=ROOT)
+    line = proc.stdout.readline()  # type: ignore[union-attr]
+    if not line:
+        raise SystemExit(f"{args} exited with {proc.wait()} before it was ready")
+    return proc, json.loads(line)
+
+
+def serve(tmp: str, *extra: str,
+          env: dict[str, str] | None = None) -> tuple[subprocess.Popen, dict]:
+    return spawn(["-m", "runtime_bridge.zmq", "serve", "--bind", "tcp://127.0.0.1:*",
+                  "--telemetry", "", "--journal", os.path.join(tmp, "runtime.db"),
+                  "--executors", "tests.runtime_bridge.executors:factory", "--lease-ms", "0",
+                  *extra], env)
+
+
+ECHO = """
+import json, sys, zmq
+ctx = zmq.Context(); s = ctx.socket(zmq.REP); s.setsockopt(zmq.LINGER, 0)
+port = s.bind_to_random_port("tcp://127.0.0.1")
+reply = [b"r" * int(n) for n in sys.argv[1:]]
+print(json.dumps({"bind": f"tcp://127.0.0.1:{port}"}), flush=True)
+while True:
+    msg = s.recv_multipart()
+    if msg == [b"stop"]:
+        s.send(b""); break
+    s.send_multipart(reply)
+"""
+
+WORKER = """
+import json, sys, threading
+sys.path.insert(0, sys.argv[2])
+from runtime_bridge.zmq import FunctionService, ServiceWorker, WorkerConfig
+w = ServiceWorker(FunctionService("echo", lambda req: dict(req.body)),
+                  WorkerConfig(broker=sys.argv[1]))
+w.start(); print(json.dumps({"ready": True}), flush=True)
+sys.stdin.read(); w.stop()
+"""
+
+
+def pct(samples: list[float], q: float) -> float:
+    s = sorted(samples)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def round_trips(n: int, warmup: int = 200) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, info = serve(tmp, "--control-hz", "30")
+        ctx = zmq.Context()
+        try:
+            bridge = ZmqBridge(ZmqBridgeConfig(endpoint=info["bind"], telemetry="",
+                                               timeout_s=2.0), context=ctx)
+            cmds = [command(f"rt-{i}", "wait", steps=0) for i in range(n + warmup)]
+            sample = Message(MessageType.DISPATCH, 1, "manip", cmds[0].command_id,
+                             {"command": cmds[0].to_wire(), "start_budget_ms": 5000.0})
+            req_sizes = [len(f) for f in encode(sample)]
+            bridge.dispatch(cmds[0])
+            client = bridge.client
+            reply = client.request(Message(MessageType.QUERY, 0, "manip", cmds[0].command_id))
+            ack_reply = client.request(sample)  # a duplicate: same size as a first ack
+            rep_sizes = [len(f) for f in encode(ack_reply)]
+            del reply
+            echo, einfo = spawn(["-c", ECHO, *map(str, rep_sizes)])
+            raw = ctx.socket(zmq.REQ)
+            raw.setsockopt(zmq.LINGER, 0)
+            raw.connect(einfo["bind"])
+            payload = [b"q" * k for k in req_sizes]
+            t_raw, t_bridge, t_proto = [], [], []
+            for i in range(1, n + warmup):
+                t0 = time.perf_counter_ns()
+                raw.send_multipart(payload)
+                raw.recv_multipart()
+                t1 = time.perf_counter_ns()
+                bridge.dispatch(cmds[i])
+                t2 = time.perf_counter_ns()
+                pre = Message(MessageType.DISPATCH, 0, "manip", f"p-{i}", {
+                    "command": {**cmds[i].to_wire(), "command_id": f"p-{i}"},
+                    "start_budget_ms": 5000.0})
+                t3 = time.perf_counter_ns()
+                client.request(pre)
+                t4 = time.perf_counter_ns()
+                if i >= warmup:
+                    t_raw.append((t1 - t0) / 1e3)
+                    t_bridge.append((t2 - t1) / 1e3)
+                    t_proto.append((t4 - t3) / 1e3)
+            raw.send(b"stop")
+            raw.recv()
+            raw.close(0)
+            echo.wait(10)
+            bridge.close()
+        finally:
+            proc.terminate()
+            proc.wait(10)
+            ctx.term()
+    print(f"\n1. dispatch -> ack round trip, {n} samples, request {sum(req_sizes)} B "
+          f"in frames {req_sizes}, reply {sum(rep_sizes)} B")
+    print(f"   {'':38s} {'p50 us':>9s} {'p99 us':>9s} {'x p50':>7s} {'x p99':>7s}")
+    b50, b99 = pct(t_raw, 0.5), pct(t_raw, 0.99)
+    for name, xs in (("raw pyzmq REQ/REP echo (baseline)", t_raw),
+                     ("runtime DISPATCH (wire + host + journal)", t_proto),
+                     ("ZmqBridge.dispatch (+ Command codec)", t_bridge)):
+        p50, p99 = pct(xs, 0.5), pct(xs, 0.99)
+        print(f"   {name:38s} {p50:9.1f} {p99:9.1f} {p50 / b50:7.2f} {p99 / b99:7.2f}")
+    print("   targets: <= 1.50 at p50, <= 2.00 at p99")
+
+
+def _throughput_client(endpoint: str, service: str, mtype: int, count: int,
+                       out: mp.Queue) -> None:
+    ctx = zmq.Context()
+    c = LazyPirateClient(endpoint, context=ctx, timeout_s=5.0, retries=1)
+    t0 = time.perf_counter()
+    for i in range(count):
+        r = c.request(Message(MessageType(mtype), 0, service, f"q{i}", {"i": i}))
+        if r.type is MessageType.ERROR:
+            raise SystemExit(f"error reply: {dict(r.body)}")
+    out.put((count, time.perf_counter() - t0))
+    c.close()
+    ctx.term()
+
+
+def throughput(requests: int, clients: int) -> None:
+    spawn_ctx = mp.get_context("spawn")
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, info = serve(tmp, "--control-hz", "30")
+        broker, binfo = spawn(["-m", "runtime_bridge.zmq", "broker", "--bind",
+                               "tcp://127.0.0.1:*"])
+        worker = subprocess.Popen([sys.executable, "-c", WORKER, binfo["bind"], str(ROOT)],
+                                  stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True,
+                                  env=ENV, cwd=ROOT)
+        worker.stdout.readline()  # type: ignore[union-attr]
+        time.sleep(0.3)  # registration
+        try:
+            print(f"\n2. broker throughput, {clients} client processes x {requests // clients} "
+                  "sequential requests")
+            for name, endpoint, service, mtype in (
+                    ("remote worker 'echo' via broker", binfo["bind"], "echo",
+                     MessageType.REQUEST),
+                    ("runtime local service (QUERY)", info["bind"], "manip",
+                     MessageType.QUERY)):
+                q: mp.Queue = spawn_ctx.Queue()
+                procs = [spawn_ctx.Process(target=_throughput_client, args=(
+                    endpoint, service, int(mtype), requests // clients, q))
+                    for _ in range(clients)]
+                t0 = time.perf_counter()
+                for p in procs:
+                    p.start()
+                results = [q.get(timeout=300) for _ in procs]
+                wall = time.perf_counter() - t0
+                for p in procs:
+                    p.join()
+                total = sum(n for n, _ in results)
+                busy = max(t for _, t in results)
+                print(f"   {name:34s} {total / busy:9.0f} req/s  ({total} requests, "
+                      f"{wall:.1f} s with process start-up)")
+        finally:
+            worker.stdin.close()  # type: ignore[union-attr]
+            worker.wait(10)
+            for p in (broker, proc):
+                p.terminate()
+                p.wait(10)
+
+
+def _flood_client(endpoint: str, first: int, clients: int, per_client: int,
+                  out: mp.Queue) -> None:
+    """Each thread is one client dispatching its commands one after the other. A dispatch whose
+    outcome is unknown is reconciled by query, as the runner would: if the runtime never got
+    it, it is sent again under the same id; never under a new one."""
+    stats = Counter()
+    errors: list[str] = []
+    worst = [0.0]
+
+    def one(k: int) -> None:
+        ctx = zmq.Context.instance()
+        bridge = ZmqBridge(ZmqBridgeConfig(endpoint=endpoint, telemetry="", timeout_s=2.0,
+                                           retries=3), context=ctx)
+        try:
+            for i in range(per_client):
+                cmd = command(f"flood-{k}-{i}", "wait", steps=0, start_within_ms=60_000)
+                t0 = time.perf_counter()
+                while True:
+                    try:
+                        ack = bridge.dispatch(cmd)
+                        break
+                    except WireError as err:
+                        if err.code != WireCode.OUTCOME_UNKNOWN:
+                            raise
+                        stats["unknown"] += 1
+                        if bridge.query(cmd.command_id).state is not RuntimeState.NOT_FOUND:
+                            stats["reconciled"] += 1
+                            ack = None
+                            break
+                worst[0] = max(worst[0], time.perf_counter() - t0)
+                stats["acked" if ack is None or ack.accepted else "refused"] += 1
+                stats["duplicate"] += bool(ack is not None and ack.duplicate)
+        except Exception as exc:
+            errors.append(repr(exc))
+        finally:
+            bridge.close()
+
+    threads = [threading.Thread(target=one, args=(first + j,)) for j in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out.put((dict(stats), errors, worst[0]))
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def flood(clients: int, per_client: int, processes: int) -> None:
+    spawn_ctx = mp.get_context("spawn")
+    with tempfile.TemporaryDirectory() as tmp:
+        log = os.path.join(tmp, "executions.log")
+        proc, info = serve(tmp, "--control-hz", "100", env={**ENV, "HBT_EXEC_LOG": log})
+        try:
+            rss = [rss_kib(proc.pid)]
+            q: mp.Queue = spawn_ctx.Queue()
+            per_proc = clients // processes
+            procs = [spawn_ctx.Process(target=_flood_client, args=(
+                info["bind"], j * per_proc, per_proc, per_client, q)) for j in range(processes)]
+            t0 = time.perf_counter()
+            for p in procs:
+                p.start()
+            results = []
+            while len(results) < len(procs):
+                with contextlib.suppress(queue.Empty):
+                    results.append(q.get(timeout=0.5))
+                rss.append(rss_kib(proc.pid))
+            wall = time.perf_counter() - t0
+            for p in procs:
+                p.join()
+            time.sleep(0.5)  # let the control loop finish the last commands
+            rss.append(rss_kib(proc.pid))
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        stats = sum((Counter(r[0]) for r in results), Counter())
+        errors = [e for r in results for e in r[1]]
+        worst = max(r[2] for r in results)
+        db = sqlite3.connect(os.path.join(tmp, "runtime.db"))
+        states = dict(db.execute("SELECT state, COUNT(*) FROM runtime_commands "
+                                 "WHERE command_id LIKE 'flood-%' GROUP BY state").fetchall())
+        db.close()
+        runs = Counter(Path(log).read_text().split()) if os.path.exists(log) else Counter()
+    total = clients * per_client
+    print(f"\n3. {clients} concurrent clients x {per_client} commands = {total} dispatches "
+          f"({processes} client processes), {wall:.1f} s, {total / wall:.0f} dispatch/s")
+    print(f"   acknowledged {stats['acked']} (resends answered as duplicates: "
+          f"{stats['duplicate']}), refused {stats['refused']}, outcome unknown "
+          f"{stats['unknown']} (reconciled by query: {stats['reconciled']}), client errors "
+          f"{len(errors)}" + (f" (first: {errors[0]})" if errors else ""))
+    print(f"   slowest dispatch (with its retries): {worst * 1000:.0f} ms")
+    print(f"   runtime journal: {states}")
+    lost = total - states.get("CONTROL_DONE", 0)
+    twice = sum(1 for n in runs.values() if n > 1)
+    print(f"   lost commands: {lost}; executed twice: {twice}; executed: {len(runs)}")
+    print(f"   runtime process RSS: start {rss[0] / 1024:.1f} MiB, peak {max(rss) / 1024:.1f} "
+          f"MiB, end {rss[-1] / 1024:.1f} MiB")
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    if "--flood" in sys.argv:
+        flood(100, int(sys.argv[sys.argv.index("--flood") + 1]), 4)
+        return
+    print(f"bench_zmq: pyzmq {zmq.__version__}, libzmq {zmq.zmq_version()}, "
+          f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    round_trips(500 if quick else 3000)
+    throughput(2000 if quick else 20_000, 4)
+    if quick:
+        flood(10, 100, 2)
+    else:
+        flood(100, 1000, 4)
+
+
+if __name__ == "__main__":
+    main()

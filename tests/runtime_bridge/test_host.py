@@ -1,0 +1,292 @@
+"""The executor host: idempotent submits, the control step, local protection, durability."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness_bt.bridge import RuntimeState
+from harness_bt.clock import FakeClock
+from harness_bt.ledger import EventKind
+from runtime_bridge.host import ExecutorHost
+from runtime_bridge.kinematic import KinematicBackend
+from runtime_bridge.merge import HOLD_EE_DELTA
+from tests.runtime_bridge.conftest import DT
+from tests.runtime_bridge.executors import STARTS, command
+
+RS = RuntimeState
+HOLD_ARM = (list(HOLD_EE_DELTA[:3]), list(HOLD_EE_DELTA[3:]))
+
+
+def run(host: ExecutorHost, clock: FakeClock, steps: int) -> list:
+    out = []
+    for _ in range(steps):
+        clock.advance(DT)
+        out.append(host.step())
+    return out
+
+
+def kinds(host: ExecutorHost, cid: str) -> list[tuple[int, str, str]]:
+    return [(e.seq, str(e.kind), e.reason) for e in host.query(cid).events]
+
+
+def test_move_to_runs_to_control_done_with_increasing_seq(make_host, clock, backend):
+    host = make_host()
+    ack = host.submit(command("m1", "move_to", target=[0.43, 0.0, 0.4], max_step=0.01))
+    assert (ack.accepted, ack.state, ack.duplicate) == (True, RS.PENDING, False)
+    results = run(host, clock, 5)
+    np.testing.assert_allclose(backend.position, [0.43, 0.0, 0.4], atol=1e-12)
+    status = host.query("m1")
+    assert (status.state, status.reason) == (RS.CONTROL_DONE, "CONTROL_DONE")
+    seqs = [e.seq for r in results for e in r.events]
+    assert seqs == list(range(len(seqs)))
+    assert [str(e.kind) for e in status.events] == ["started", "progress", "control_done"]
+    assert status.last_seq == seqs[-1]
+    assert STARTS["m1"] == 1
+
+
+def test_resend_returns_the_original_state_and_never_runs_again(make_host, clock):
+    host = make_host()
+    host.submit(command("w1", "wait", steps=2))
+    again = host.submit(command("w1", "wait", steps=2))
+    assert (again.accepted, again.state, again.duplicate) == (True, RS.PENDING, True)
+    run(host, clock, 4)
+    late = host.submit(command("w1", "wait", steps=2))
+    assert (late.accepted, late.state, late.duplicate) == (True, RS.CONTROL_DONE, True)
+    run(host, clock, 2)
+    assert STARTS["w1"] == 1
+    assert host.active() == {}
+
+
+def test_same_id_with_other_content_is_refused_without_touching_the_record(make_host):
+    host = make_host()
+    host.submit(command("c1", "wait", steps=5))
+    ack = host.submit(command("c1", "wait", steps=6))
+    assert (ack.accepted, ack.state, ack.duplicate) == (False, RS.REJECTED, False)
+    assert ack.reason.startswith("COMMAND_ID_CONFLICT: id 'c1' is taken by a command of other")
+    assert host.query("c1").state is RS.PENDING
+
+
+def test_expired_start_budget_is_refused_and_the_refusal_is_remembered(make_host, clock):
+    host = make_host()
+    ack = host.submit(command("e1"), start_budget_ms=0.0)
+    assert (ack.accepted, ack.state) == (False, RS.REJECTED)
+    assert ack.reason.startswith("EXPIRED_COMMAND: start budget 0.0 ms left")
+    again = host.submit(command("e1"), start_budget_ms=1000.0)
+    assert (again.accepted, again.state, again.duplicate) == (False, RS.REJECTED, True)
+    run(host, clock, 2)
+    assert STARTS["e1"] == 0
+    assert kinds(host, "e1") == [(0, "rejected", ack.reason)]
+
+
+def test_start_budget_running_out_before_the_first_step_rejects(make_host, clock):
+    host = make_host()
+    host.submit(command("e2"), start_budget_ms=10.0)
+    clock.advance(0.011)
+    host.step()
+    status = host.query("e2")
+    assert status.state is RS.REJECTED
+    assert status.reason.startswith("EXPIRED_COMMAND")
+    assert STARTS["e2"] == 0
+
+
+def test_busy_resource_is_refused_until_the_holder_finishes(make_host, clock):
+    host = make_host()
+    host.submit(command("a1", "wait", steps=1, resources=("arm",)))
+    busy = host.submit(command("a2", "wait", resources=("arm",)))
+    assert (busy.accepted, busy.state) == (False, RS.REJECTED)
+    assert busy.reason == ("RESOURCE_BUSY: resource 'arm' is held by command 'a1' (PENDING); "
+                           "wait until it finishes")
+    run(host, clock, 3)
+    assert host.submit(command("a3", "wait", resources=("arm",))).accepted
+
+
+def test_newer_epoch_takes_over_and_older_commands_cancels_heartbeats_are_refused(make_host):
+    host = make_host()
+    assert host.submit(command("n1", "wait", steps=100, epoch=1)).accepted
+    assert host.submit(command("n2", "wait", steps=100, epoch=2)).accepted
+    assert host.epoch == 2
+    old = host.submit(command("o1", "wait", epoch=1))
+    assert (old.accepted, old.state) == (False, RS.REJECTED)
+    assert old.reason == ("STALE_EPOCH: command epoch 1 is older than the runtime's epoch 2; "
+                          "a newer controller has taken over")
+    cancel = host.cancel("n1", epoch=1)
+    assert (cancel.accepted, cancel.state) == (False, RS.PENDING)
+    assert cancel.reason == "STALE_EPOCH: cancel from epoch 1, the runtime is at epoch 2"
+    beat = host.heartbeat(["n1"], epoch=1)
+    assert (beat.accepted, beat.renewed) == (False, ())
+    adopted = host.heartbeat(["n1", "n2", "zz"], epoch=2)
+    assert adopted.accepted and adopted.renewed == ("n1", "n2")
+    assert adopted.states == {"n1": RS.PENDING, "n2": RS.PENDING, "zz": RS.NOT_FOUND}
+    assert host.cancel("n1", epoch=2).state is RS.STOPPED
+
+
+def test_lease_expiry_holds_within_one_control_period(make_host, clock, backend):
+    host = make_host(lease_s=0.2)
+    host.submit(command("ns", "never_stops"))
+    run(host, clock, 3)  # 0.1 s: moving
+    assert host.query("ns").state is RS.RUNNING
+    moved = backend.position[0]
+    results = run(host, clock, 4)  # the lease ran out at 0.2 s, between steps 6 and 7
+    status = host.query("ns")
+    assert (status.state, status.reason) == (RS.STOPPED, "LEASE_EXPIRED")
+    stop = status.events[-1]
+    assert stop.kind is EventKind.STOPPED
+    assert stop.data["held"] is True
+    assert 0.0 <= stop.data["protection_latency_s"] <= DT
+    held_from = next(i for i, r in enumerate(results) if r.events)
+    assert all(r.action["action"][:2] == HOLD_ARM for r in results[held_from:])
+    assert all(r.action["action"][:2] != HOLD_ARM for r in results[:held_from])
+    assert backend.position[0] == pytest.approx(moved + 0.001 * held_from)
+
+
+def test_heartbeats_keep_a_lease_alive(make_host, clock):
+    host = make_host(lease_s=0.2)
+    host.submit(command("hb", "never_stops"))
+    for _ in range(30):
+        run(host, clock, 3)
+        assert host.heartbeat(["hb"]).renewed == ("hb",)
+    assert host.query("hb").state is RS.RUNNING
+
+
+def test_cancel_running_command_stops_through_the_executor(make_host, clock):
+    host = make_host()
+    host.submit(command("c", "wait", steps=100))
+    run(host, clock, 2)
+    ack = host.cancel("c")
+    assert (ack.accepted, ack.state) == (True, RS.STOPPING)
+    assert host.cancel("c").duplicate
+    run(host, clock, 1)
+    status = host.query("c")
+    assert (status.state, status.reason) == (RS.STOPPED, "CANCEL_REQUESTED")
+    assert kinds(host, "c")[-1] == (status.last_seq, "stopped", "CANCEL_REQUESTED")
+    finished = host.cancel("c")
+    assert (finished.accepted, finished.reason) == (False, "ALREADY_FINISHED: CANCEL_REQUESTED")
+
+
+def test_executor_that_ignores_a_stop_is_held_by_force(make_host, clock, backend):
+    host = make_host(stop_timeout_s=0.1)
+    host.submit(command("ns", "never_stops"))
+    run(host, clock, 1)
+    host.cancel("ns")
+    results = run(host, clock, 6)
+    status = host.query("ns")
+    assert (status.state, status.reason) == (RS.STOPPED, "STOP_FORCED: CANCEL_REQUESTED")
+    assert results[-1].action["action"][:2] == HOLD_ARM
+
+
+def test_cancel_before_start_and_before_receipt(make_host, clock):
+    host = make_host()
+    host.submit(command("p", "wait"))
+    assert host.cancel("p").state is RS.STOPPED
+    burnt = host.cancel("late")
+    assert (burnt.accepted, burnt.state, burnt.reason) == (True, RS.STOPPED,
+                                                           "CANCELED_BEFORE_RECEIPT")
+    late = host.submit(command("late", "wait"))
+    assert (late.accepted, late.state, late.duplicate) == (False, RS.STOPPED, True)
+    run(host, clock, 3)
+    assert STARTS["p"] == STARTS["late"] == 0
+
+
+def test_gripper_is_held_at_its_last_target_while_the_arm_moves(make_host, clock, backend):
+    host = make_host()
+    host.submit(command("g", "grip", width=0.02))
+    run(host, clock, 1)
+    host.submit(command("m", "move_to", target=[0.45, 0.0, 0.4], max_step=0.01))
+    results = run(host, clock, 3)
+    assert [r.action["action"][2] for r in results] == [[0.01, 0.01]] * 3
+    np.testing.assert_allclose(backend.fingers, [0.01, 0.01])
+
+
+def test_two_executors_driving_the_arm_abort_the_later_one(make_host, clock):
+    host = make_host()
+    host.submit(command("first", "never_stops"))
+    host.submit(command("second", "move_to", target=[1.0, 0.0, 0.4]))
+    run(host, clock, 1)
+    status = host.query("second")
+    assert status.state is RS.ABORTED
+    assert status.reason == ("ACTION_CONFLICT: the arm is already driven this step by command "
+                             "'first'")
+    assert host.query("first").state is RS.RUNNING
+
+
+def test_executor_errors_and_refusals_are_reported_not_raised(make_host, clock):
+    host = make_host()
+    refused = host.submit(command("u", "teleport"))
+    assert (refused.accepted, refused.state) == (False, RS.REJECTED)
+    assert refused.reason.startswith("EXECUTOR_REFUSED: UNKNOWN_SKILL: no executor for skill "
+                                     "'teleport'")
+    host.submit(command("x", "explode"))
+    host.submit(command("ab", "abort_after", steps=1, reason="IK_FAILED"))
+    run(host, clock, 2)
+    assert host.query("x").reason == "EXECUTOR_ERROR: RuntimeError('boom')"
+    assert (host.query("ab").state, host.query("ab").reason) == (RS.ABORTED, "IK_FAILED")
+
+
+def test_execution_timeout_stops_the_command(make_host, clock):
+    host = make_host()
+    host.submit(command("t", "wait", steps=1000, execution_timeout_ms=100))
+    run(host, clock, 5)
+    status = host.query("t")
+    assert (status.state, status.reason) == (RS.STOPPED, "EXECUTION_TIMEOUT")
+
+
+def test_restarted_host_aborts_what_was_active_and_never_reruns_it(make_host, clock, backend,
+                                                                    tmp_path):
+    host = make_host()
+    host.submit(command("done", "wait", steps=1, epoch=3))
+    host.submit(command("live", "wait", steps=1000, epoch=3))
+    run(host, clock, 4)
+    last = host.query("live").last_seq
+    host.close()  # the process dies here: nothing else is written
+
+    again = make_host()
+    assert again.restarted == ("live",)
+    assert again.epoch == 3
+    status = again.query("live")
+    assert (status.state, status.reason) == (RS.ABORTED, "RUNTIME_RESTARTED")
+    assert status.last_seq == last + 1
+    assert status.events[-1].data == {"was": "RUNNING"}
+    assert again.query("done").state is RS.CONTROL_DONE
+    resent = again.submit(command("live", "wait", steps=1000, epoch=3))
+    assert (resent.accepted, resent.state, resent.duplicate) == (True, RS.ABORTED, True)
+    batch = again.events_since(0)
+    assert [(e.command_id, str(e.kind)) for e in batch.events] == [("live", "aborted")]
+    assert batch.boot_id != host.boot_id
+    run(again, clock, 3)
+    assert dict(STARTS) == {"done": 1, "live": 1}
+
+
+def test_finished_records_are_read_back_from_the_journal_and_purged_after_retention(
+        make_host, clock):
+    host = make_host(cache_size=1, retention_s=10.0, purge_interval_s=1.0)
+    for i in range(3):
+        host.submit(command(f"r{i}", "wait", steps=0))
+    run(host, clock, 1)
+    assert [host.query(f"r{i}").state for i in range(3)] == [RS.CONTROL_DONE] * 3
+    clock.advance(10.5)
+    host.step()
+    assert host.query("r0").state is RS.NOT_FOUND
+
+
+def test_events_since_reports_gaps(make_host, clock):
+    host = make_host(event_log_size=3)
+    for i in range(3):
+        host.submit(command(f"q{i}", "wait", steps=0))
+    run(host, clock, 1)  # 6 events: started + control_done each
+    batch = host.events_since(0)
+    assert batch.gap and [str(e.kind) for e in batch.events] == ["control_done"] * 3
+    assert batch.next_cursor == 6
+    assert host.events_since(6) == type(batch)(host.boot_id, (), 6, False)
+    assert host.events_since(4).events == batch.events[1:]
+
+
+def test_host_without_journal_keeps_records_in_memory(clock):
+    from tests.runtime_bridge.executors import factory
+
+    host = ExecutorHost(KinematicBackend(), factory, clock=clock)
+    host.submit(command("mem", "wait", steps=0))
+    clock.advance(DT)
+    host.step()
+    assert host.query("mem").state is RS.CONTROL_DONE
+    host.close()

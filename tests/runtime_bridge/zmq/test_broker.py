@@ -1,0 +1,199 @@
+"""The broker: routing by service name, worker liveness, and hostile peers."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import zmq
+
+from runtime_bridge.zmq import (
+    Broker,
+    BrokerConfig,
+    FunctionService,
+    LazyPirateClient,
+    Limits,
+    Message,
+    MessageType,
+    RuntimeServer,
+    ServiceWorker,
+    WireCode,
+    WireError,
+    WorkerConfig,
+    decode,
+    encode,
+)
+from runtime_bridge.zmq.wire import raise_for_error
+from tests.runtime_bridge.executors import STARTS, command
+from tests.runtime_bridge.zmq.conftest import LOOPBACK
+
+MT = MessageType
+BEAT = 0.05
+
+
+@pytest.fixture
+def broker(zctx):
+    b = Broker(BrokerConfig(bind=f"{LOOPBACK}:*", heartbeat_interval_s=BEAT, liveness=3,
+                            limits=Limits(max_body_bytes=4096, max_array_bytes=65536)),
+               context=zctx)
+    b.start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture
+def workers(zctx, broker):
+    started: list[ServiceWorker] = []
+
+    def start(name: str) -> ServiceWorker:
+        w = ServiceWorker(FunctionService(name, lambda req: {"who": name, **req.body}),
+                          WorkerConfig(broker=broker.endpoint, heartbeat_interval_s=BEAT),
+                          context=zctx)
+        w.start()
+        started.append(w)
+        return w
+
+    yield start
+    for w in started:
+        w.stop()
+
+
+@pytest.fixture
+def client(zctx, broker):
+    c = LazyPirateClient(broker.endpoint, context=zctx, timeout_s=1.0, retries=1)
+    yield c
+    c.close()
+
+
+def call(client: LazyPirateClient, service: str, mtype: MT = MT.REQUEST, **body: object):
+    return raise_for_error(client.request(Message(mtype, 0, service, body=body)))
+
+
+def wait_for(predicate, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.01)
+
+
+def test_requests_go_to_the_named_service_and_pools_never_mix(broker, workers, client):
+    workers("perception")
+    workers("perception")
+    workers("planner")
+    wait_for(lambda: broker.services().get("planner", {}).get("workers") == 1
+             and broker.services().get("perception", {}).get("workers") == 2)
+    for i in range(10):
+        assert dict(call(client, "perception", n=i).body) == {"who": "perception", "n": i}
+        assert dict(call(client, "planner", n=i).body) == {"who": "planner", "n": i}
+    services = dict(call(client, "", MT.SERVICES).body)["services"]
+    assert services["perception"]["workers"] == 2 and services["planner"]["workers"] == 1
+
+
+def test_unknown_service_gets_a_clear_no_such_service_answer(broker, workers, client):
+    workers("perception")
+    wait_for(lambda: "perception" in broker.services())
+    with pytest.raises(WireError) as info:
+        call(client, "perceptoin")
+    assert info.value.code == WireCode.NO_SUCH_SERVICE
+    assert info.value.message == ("no such service 'perceptoin'; known: perception; did you mean "
+                                  "'perception'?")
+
+
+def test_a_silent_worker_is_dropped_and_its_request_reported_lost(broker, raw_socket, client):
+    worker = raw_socket(zmq.DEALER, broker.endpoint)
+    worker.send_multipart(encode(Message(MT.W_READY, service="slow")))
+    wait_for(lambda: "slow" in broker.services())
+    with pytest.raises(WireError) as info:
+        call(client, "slow")  # the worker gets it, says nothing more, and is declared dead
+    assert info.value.code == WireCode.WORKER_LOST
+    assert "it may or may not have been carried out" in info.value.message
+    assert decode(worker.recv_multipart()[2:]).type is MT.REQUEST
+    with pytest.raises(WireError) as again:
+        call(client, "slow")
+    assert (again.value.code, again.value.message) == (
+        WireCode.SERVICE_UNAVAILABLE, "service 'slow' has no live worker")
+
+
+def test_a_stopped_worker_says_goodbye_and_a_new_one_takes_over(broker, workers, client):
+    first = workers("perception")
+    wait_for(lambda: broker.services().get("perception", {}).get("workers") == 1)
+    first.stop()
+    wait_for(lambda: broker.services()["perception"]["workers"] == 0)
+    workers("perception")
+    wait_for(lambda: broker.services()["perception"]["workers"] == 1)
+    assert call(client, "perception").body["who"] == "perception"
+
+
+HOSTILE = [
+    ([b"hello"], WireCode.MALFORMED, "frame 0 is not a harness-bt header"),
+    ([b"HBT\x01\x04"], WireCode.TRUNCATED, "header is 5 bytes"),
+    ([b"HBT\x07\x04\x00" + bytes(8) + b"\x00\x00\x00", b"{}"], WireCode.UNSUPPORTED_VERSION,
+     "protocol version 7 is not supported"),
+    ([b"HBT\x01\x04\x00" + bytes(8) + b"\x05manip\x00\x00"], WireCode.TRUNCATED,
+     "the header promises 2 frames"),
+    ([b"HBT\x01\x04\x00" + bytes(8) + b"\x05manip\x00\x00", b"{" + b" " * 5000 + b"}"],
+     WireCode.OVERSIZED, "body of 5002 bytes; the limit is 4096"),
+]
+
+
+@pytest.mark.parametrize(("frames", "code", "text"), HOSTILE)
+def test_hostile_frames_get_an_error_reply_and_the_broker_keeps_serving(
+        broker, workers, raw_socket, frames, code, text):
+    workers("perception")
+    for kind in (zmq.REQ, zmq.DEALER):
+        sock = raw_socket(kind, broker.endpoint)
+        sock.send_multipart(frames)
+        assert sock.poll(2000), "no reply to a bad message"
+        reply = sock.recv_multipart()
+        error = decode(reply)  # REQ strips the delimiter; the DEALER sent none
+        assert error.type is MT.ERROR
+        assert (error.body["code"], text in error.body["message"]) == (code, True)
+    wait_for(lambda: "perception" in broker.services())
+    good = raw_socket(zmq.REQ, broker.endpoint)
+    good.send_multipart(encode(Message(MT.REQUEST, 5, "perception")))
+    assert good.poll(2000) and decode(good.recv_multipart()).body["who"] == "perception"
+
+
+def test_a_frame_past_the_hard_cap_drops_only_that_peer(broker, raw_socket, client):
+    huge = raw_socket(zmq.DEALER, broker.endpoint)
+    huge.send_multipart([b"x" * (Limits(4096, 65536).hard_cap_bytes + 1)])
+    assert not huge.poll(300)
+    assert dict(call(client, "", MT.SERVICES).body) == {"services": {}}
+
+
+def test_the_runtime_can_serve_as_a_worker_of_an_external_broker(zctx, broker, tmp_path,
+                                                                   make_bridge):
+    from runtime_bridge.host import HostConfig
+    from runtime_bridge.kinematic import KinematicBackend
+    from runtime_bridge.zmq import RuntimeServerConfig
+    from tests.runtime_bridge.executors import factory
+
+    server = RuntimeServer(KinematicBackend(dt=0.01), factory, RuntimeServerConfig(
+        connect=broker.endpoint, telemetry=None, journal=str(tmp_path / "rt.db"),
+        host=HostConfig(lease_s=None), heartbeat_interval_s=BEAT), context=zctx)
+    server.start()
+    try:
+        wait_for(lambda: "manip" in broker.services())
+        bridge = make_bridge(broker.endpoint, telemetry="")
+        assert bridge.dispatch(command("via-worker", "wait", steps=1)).accepted
+        wait_for(lambda: bridge.query("via-worker").state.finished)
+        assert STARTS["via-worker"] == 1
+    finally:
+        server.stop()
+
+
+def test_a_burst_larger_than_one_drain_loses_nothing(zctx, raw_socket):
+    b = Broker(BrokerConfig(bind=f"{LOOPBACK}:*"), context=zctx,
+               services=[FunctionService("echo", lambda req: dict(req.body))])
+    b.start()
+    try:
+        dealer = raw_socket(zmq.DEALER, b.endpoint)
+        n = 2500  # the broker drains at most 1000 messages between ticks
+        for i in range(n):
+            dealer.send_multipart(encode(Message(MT.REQUEST, i + 1, "echo", body={"i": i})))
+        got = set()
+        while len(got) < n and dealer.poll(2000):
+            got.add(decode(dealer.recv_multipart()).body["i"])
+        assert got == set(range(n))
+    finally:
+        b.stop()

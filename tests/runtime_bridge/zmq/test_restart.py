@@ -1,0 +1,94 @@
+"""A runtime killed with SIGKILL and restarted: nothing runs twice, and it still answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness_bt.bridge import RuntimeState
+from harness_bt.ledger import EventKind
+from runtime_bridge.zmq import WireCode, WireError
+from tests.runtime_bridge.executors import command
+
+RS = RuntimeState
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def runtime(tmp_path):
+    procs: list[subprocess.Popen[str]] = []
+    log = tmp_path / "executions.log"
+
+    def spawn(bind: str = "tcp://127.0.0.1:*") -> dict:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HBT_EXEC_LOG": str(log)}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runtime_bridge.zmq", "serve", "--backend", "kinematic",
+             "--bind", bind, "--telemetry", "tcp://127.0.0.1:*",
+             "--journal", str(tmp_path / "runtime.db"), "--control-hz", "100",
+             "--executors", "tests.runtime_bridge.executors:factory", "--lease-ms", "0"],
+            stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        procs.append(proc)
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        assert line, f"the runtime exited with {proc.wait()} before it was ready"
+        return {**json.loads(line), "proc": proc}
+
+    spawn.executions = lambda: Counter(log.read_text().split()) if log.exists() else Counter()  # type: ignore[attr-defined]
+    yield spawn
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+        proc.stdout.close()  # type: ignore[union-attr]
+
+
+def poll_until(bridge, predicate, timeout_s: float = 10.0):
+    seen = []
+    deadline = time.monotonic() + timeout_s
+    while not predicate(seen):
+        seen.extend(bridge.poll().events)
+        assert time.monotonic() < deadline, f"not reached; saw {seen[-5:]}"
+        time.sleep(0.01)
+    return seen
+
+
+def test_killed_runtime_restarts_without_running_anything_twice(runtime, make_bridge):
+    first = runtime()
+    bridge = make_bridge(first["bind"], timeout_s=0.3, retries=2, telemetry="")
+    long_ = command("long", "wait", steps=1_000_000)
+    bridge.dispatch(long_)
+    bridge.dispatch(command("short", "wait", steps=1))
+    before = poll_until(bridge, lambda s: {("long", EventKind.STARTED),
+                                           ("short", EventKind.CONTROL_DONE)}
+                        <= {(e.command_id, e.kind) for e in s})
+    last_seq = max(e.seq for e in before if e.command_id == "long")
+
+    first["proc"].send_signal(signal.SIGKILL)
+    assert first["proc"].wait(10) == -signal.SIGKILL
+    with pytest.raises(WireError) as info:
+        bridge.dispatch(command("while-dead", "wait", steps=1))
+    assert info.value.code == WireCode.OUTCOME_UNKNOWN
+
+    second = runtime(bind=first["bind"])
+    assert second["restarted"] == ["long"]
+    assert second["boot_id"] != first["boot_id"]
+    resent = bridge.dispatch(long_)
+    assert (resent.accepted, resent.state, resent.reason, resent.duplicate) == (
+        True, RS.ABORTED, "RUNTIME_RESTARTED", True)
+    assert bridge.query("short").state is RS.CONTROL_DONE
+    assert bridge.query("while-dead").state is RS.NOT_FOUND  # never arrived: no guessing
+    status = bridge.query("long")
+    assert (status.state, status.events[-1].seq) == (RS.ABORTED, status.last_seq)
+    assert status.last_seq > last_seq
+    after = poll_until(bridge, lambda s: any(e.command_id == "long" and
+                                             e.kind is EventKind.ABORTED for e in s))
+    assert [e.reason for e in after if e.command_id == "long"] == ["RUNTIME_RESTARTED"]
+    time.sleep(0.1)  # a few control periods of the new runtime
+    assert runtime.executions() == Counter({"long": 1, "short": 1})
