@@ -221,7 +221,8 @@ class Task:
 
     def __init__(self, name: str, phases: Sequence[PhaseSpec], *, initial: str | None = None,
                  budget: TaskBudget | None = None, description: str = "",
-                 version: str = "1", nodes: NodeRegistry | None = None) -> None:
+                 version: str = "1", nodes: NodeRegistry | None = None,
+                 instruction: str = "", blackboard: Mapping[str, Any] | None = None) -> None:
         self.name = name
         self.phases = tuple(phases)
         self.initial = initial
@@ -229,6 +230,8 @@ class Task:
         self.description = description
         self.version = version
         self.nodes = nodes
+        self.instruction = instruction  # the intent in words ("put the cup on the tray")
+        self.blackboard = dict(blackboard or {})  # written before the first tick
         problems = self.problems()
         if problems:
             raise DefinitionError(
@@ -323,6 +326,8 @@ class Task:
         if budget is not None and not isinstance(budget, Mapping):
             problems.append("budget: expected {max_retries, max_time_s}")
             budget = None
+        if not isinstance(data.get("blackboard") or {}, Mapping):
+            problems.append("blackboard: expected a mapping of key -> default value")
         if problems:
             raise DefinitionError(
                 "INVALID_TASK", f"task {data.get('name')!r}: {len(problems)} problem(s): "
@@ -331,7 +336,9 @@ class Task:
                    initial=data.get("initial"),
                    budget=TaskBudget(**budget) if budget else None,
                    description=str(data.get("description", "")),
-                   version=str(data.get("version", "1")), nodes=nodes)
+                   version=str(data.get("version", "1")), nodes=nodes,
+                   instruction=str(data.get("instruction", "")),
+                   blackboard=data.get("blackboard"))
 
     # ------------------------------------------------------------------ validation
 
@@ -341,6 +348,9 @@ class Task:
             out.append(f"task name {self.name!r} must be non-empty")
         if not self.phases:
             out.append("a task needs at least one phase")
+        if any(not isinstance(k, str) or not k for k in self.blackboard):
+            out.append(f"blackboard defaults {sorted(map(str, self.blackboard))} need "
+                       "non-empty string keys")
         seen: set[str] = set()
         for spec in _walk(self.phases):
             if not isinstance(spec, PhaseSpec):
@@ -483,6 +493,8 @@ class Task:
             "task": self.name,
             "version": self.version,
             "description": self.description,
+            "instruction": self.instruction,
+            "blackboard": dict(self.blackboard),
             "initial": self.initial or self.phases[0].id,
             "budget": self.budget.to_dict(),
             "phases": [phase(s) for s in self.phases],

@@ -16,6 +16,7 @@ the run every open command is cancelled, and UNKNOWN ones are reported in the re
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import os
@@ -277,6 +278,8 @@ class TaskRunner:
             for name, s in self.skills.items()})
         ctx.emit("run_start", seed=ctx.seed, tick_period_s=self.tick_period_s,
                  budget=ctx.budget.to_dict())
+        for key, value in self.task.blackboard.items():  # the task's defaults, traced
+            ctx.blackboard.set(key, copy.deepcopy(value), writer="task")
         prefix = f"{self.run_id}/"
         adopted = [r.command_id for r in self.ledger.active()
                    if r.command_id.startswith(prefix)]

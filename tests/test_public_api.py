@@ -23,16 +23,18 @@ def test_top_level_exports_are_pinned() -> None:
 
 def test_node_and_testing_exports_are_pinned() -> None:
     assert sorted(harness_bt.nodes.__all__) == sorted([
-        "Check", "Evaluate", "HarnessNode", "NodeManifest", "NodeRegistry", "NodeType",
-        "Observe", "Port", "RecoveryDone", "RecoveryGate", "RecoveryGuard", "Retry",
-        "SkillAction", "WaitFor", "act_and_evaluate", "assign_paths", "build_tree",
+        "Check", "Delay", "Evaluate", "ForceFailure", "ForceSuccess", "HarnessNode",
+        "KeepRunningUntilFailure", "NodeManifest", "NodeRegistry", "NodeType",
+        "Observe", "Port", "RecoveryDone", "RecoveryGate", "RecoveryGuard", "Repeat", "Retry",
+        "SkillAction", "Timeout", "WaitFor", "act_and_evaluate", "assign_paths", "build_tree",
         "describe_tree", "iter_nodes", "recover",
     ])
     assert harness_bt.testing.__all__ == ["FakeRuntime", "FakeScene", "Script"]
 
 
 def test_every_leaf_documents_its_statuses() -> None:
-    for name in ("SkillAction", "Evaluate", "Observe", "Check", "WaitFor", "Retry"):
+    for name in ("SkillAction", "Evaluate", "Observe", "Check", "WaitFor", "Retry", "Timeout",
+                 "Delay", "Repeat", "ForceSuccess", "ForceFailure", "KeepRunningUntilFailure"):
         doc = getattr(harness_bt.nodes, name).__doc__ or ""
         for word in ("SUCCESS", "FAILURE"):
             assert word in doc, (name, word)

@@ -1,23 +1,38 @@
 """Behaviour-tree nodes of the harness (py_trees behaviours) and the node-type registry.
 
 Leaves: :class:`SkillAction`, :class:`Evaluate`, :class:`Observe`, :class:`Check`,
-:class:`WaitFor`. Decorators: :class:`Retry`. Idioms (plain functions returning subtrees):
-:func:`recover`, :func:`act_and_evaluate`. Each node's docstring says what its SUCCESS, FAILURE
-and RUNNING mean; each has a :class:`NodeManifest` (ports, description) for files and drawings.
+:class:`WaitFor`. Decorators: :class:`Retry`, and the flow decorators on the run's clock
+(:class:`Timeout`, :class:`Delay`, :class:`Repeat`, :class:`ForceSuccess`,
+:class:`ForceFailure`, :class:`KeepRunningUntilFailure`). Idioms (plain functions returning
+subtrees): :func:`recover`, :func:`act_and_evaluate`. Each node's docstring says what its
+SUCCESS, FAILURE and RUNNING mean; each has a :class:`NodeManifest` (ports, description) for
+files and drawings.
 """
 
 from harness_bt.nodes.base import HarnessNode, NodeManifest, Port, assign_paths, iter_nodes
 from harness_bt.nodes.conditions import Check, Observe, WaitFor
 from harness_bt.nodes.decorators import RecoveryDone, RecoveryGate, RecoveryGuard, Retry
 from harness_bt.nodes.evaluate import Evaluate
+from harness_bt.nodes.flow import (
+    Delay,
+    ForceFailure,
+    ForceSuccess,
+    KeepRunningUntilFailure,
+    Repeat,
+    Timeout,
+)
 from harness_bt.nodes.idioms import act_and_evaluate, recover
 from harness_bt.nodes.registry import NodeRegistry, NodeType, build_tree, describe_tree
 from harness_bt.nodes.skill_action import SkillAction
 
 __all__ = [
     "Check",
+    "Delay",
     "Evaluate",
+    "ForceFailure",
+    "ForceSuccess",
     "HarnessNode",
+    "KeepRunningUntilFailure",
     "NodeManifest",
     "NodeRegistry",
     "NodeType",
@@ -26,8 +41,10 @@ __all__ = [
     "RecoveryDone",
     "RecoveryGate",
     "RecoveryGuard",
+    "Repeat",
     "Retry",
     "SkillAction",
+    "Timeout",
     "WaitFor",
     "act_and_evaluate",
     "assign_paths",

@@ -25,13 +25,20 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class Port:
     """One constructor keyword of a node type. ``type`` is one of ``str, int, float, bool, list,
-    dict, any, tree, trees`` (``tree``/``trees``: child subtrees)."""
+    dict, any, tree, trees, expr`` (``tree``/``trees``: child subtrees; ``expr``: a
+    :mod:`harness_bt.expr` expression).
+
+    ``blackboard`` says how the value names blackboard keys, for validation and remapping:
+    ``read`` / ``write`` (the value is a key), ``read_values`` (a dict whose values are keys),
+    ``read_list`` (a list of keys), ``expr`` (an expression whose ``bb.<key>`` paths are read);
+    empty when the value is not a key."""
 
     name: str
     type: str = "any"
     required: bool = False
     default: Any = None
     description: str = ""
+    blackboard: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "type": self.type, "required": self.required}
@@ -39,6 +46,8 @@ class Port:
             out["default"] = self.default
         if self.description:
             out["description"] = self.description
+        if self.blackboard:
+            out["blackboard"] = self.blackboard
         return out
 
 
@@ -51,6 +60,8 @@ class NodeManifest:
     description: str
     ports: tuple[Port, ...] = ()
     status: Mapping[str, str] = field(default_factory=dict)  # SUCCESS/FAILURE/RUNNING meaning
+    #: blackboard keys the node writes that no port names, as templates (``"{name}.cmd"``)
+    writes: tuple[str, ...] = ()
 
     def port(self, name: str) -> Port | None:
         return next((p for p in self.ports if p.name == name), None)
@@ -62,6 +73,7 @@ class NodeManifest:
             "description": self.description,
             "ports": [p.to_dict() for p in self.ports],
             "status": dict(self.status),
+            **({"writes": list(self.writes)} if self.writes else {}),
         }
 
 

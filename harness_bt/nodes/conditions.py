@@ -11,6 +11,7 @@ from py_trees.common import Status
 
 from harness_bt.context import OutcomeKind, RunContext
 from harness_bt.errors import DefinitionError
+from harness_bt.expr import ExprError, Expression, compile_expr, run_env
 from harness_bt.nodes.base import HarnessNode, NodeManifest, Port
 from harness_bt.world import Relation, WorldSnapshot
 
@@ -32,6 +33,15 @@ def _relations(items: Sequence[Any], where: str) -> list[tuple[str, Relation, st
                 f"with relation one of {[r.value for r in Relation]}", node_path=where,
             ) from None
     return out
+
+
+def _expression_condition(expression: Expression) -> Callable[[RunContext], bool]:
+    def condition(ctx: RunContext) -> bool:
+        return expression.test(run_env(blackboard=ctx.blackboard, world=ctx.world,
+                                       now=ctx.now))
+
+    condition.__name__ = condition.__qualname__ = f"when {expression.text}"
+    return condition
 
 
 def _positive(where: str, name: str, value: float | None) -> None:
@@ -58,7 +68,8 @@ class Observe(HarnessNode):
             Port("objects", "list", description="object ids that must be seen"),
             Port("min_confidence", "float", description="default: the world model's"),
             Port("timeout_s", "float", default=2.0),
-            Port("record", "str", description="blackboard key for the snapshot"),
+            Port("record", "str", description="blackboard key for the snapshot",
+                 blackboard="write"),
         ),
         {"SUCCESS": "all objects seen confidently since the leaf started",
          "FAILURE": "not seen within timeout_s", "RUNNING": "waiting for observations"},
@@ -127,8 +138,10 @@ class Check(HarnessNode):
             Port("max_age_s", "float", default=1.0),
             Port("min_confidence", "float"),
             Port("relations", "list", description="'subject relation target' strings"),
-            Port("snapshot", "str", description="fail if objects changed since this snapshot"),
-            Port("record", "str", description="blackboard key for a new snapshot"),
+            Port("snapshot", "str", description="fail if objects changed since this snapshot",
+                 blackboard="read"),
+            Port("record", "str", description="blackboard key for a new snapshot",
+                 blackboard="write"),
         ),
         {"SUCCESS": "the precondition holds", "FAILURE": "it does not (reason named)"},
     )
@@ -192,15 +205,20 @@ class WaitFor(HarnessNode):
     - **SUCCESS**: it holds (or the time has passed).
     - **FAILURE**: ``timeout_s`` passed first (outcome ``failed``, reason ``TIMEOUT``).
 
-    ``condition`` (Python only) is called with the :class:`~harness_bt.context.RunContext`.
+    ``when`` is a declarative expression over ``bb`` and ``world`` (:mod:`harness_bt.expr`,
+    e.g. ``"not exists(world.cup)"``), usable from task files; ``condition`` (Python only) is
+    called with the :class:`~harness_bt.context.RunContext`.
     """
 
     MANIFEST = NodeManifest(
         "wait_for", "action", "Wait for a blackboard value, a condition or a duration.",
         (
-            Port("key", "str"),
-            Port("equals", "any"),
-            Port("seconds", "float"),
+            Port("key", "str", description="wait until this blackboard key is written",
+                 blackboard="read"),
+            Port("equals", "any", description="... and holds this value"),
+            Port("when", "expr", blackboard="expr",
+                 description="wait until this expression over bb / world holds"),
+            Port("seconds", "float", description="wait this long"),
             Port("timeout_s", "float"),
         ),
         {"SUCCESS": "the condition holds / the time passed", "FAILURE": "timeout_s passed",
@@ -209,15 +227,25 @@ class WaitFor(HarnessNode):
 
     def __init__(self, name: str, *, key: str | None = None, equals: Any = _MISSING,
                  seconds: float | None = None, timeout_s: float | None = None,
-                 condition: Callable[[RunContext], bool] | None = None) -> None:
+                 condition: Callable[[RunContext], bool] | None = None,
+                 when: str | None = None) -> None:
         super().__init__(name)
         _positive(name, "seconds", seconds)
         _positive(name, "timeout_s", timeout_s)
-        given = [x is not None for x in (key, seconds, condition)]
+        given = [x is not None for x in (key, seconds, condition, when)]
         if sum(given) != 1:
             raise DefinitionError(
-                "INVALID_NODE", f"wait_for {name!r}: give exactly one of key, seconds, condition",
+                "INVALID_NODE",
+                f"wait_for {name!r}: give exactly one of key, seconds, condition, when",
                 node_path=name)
+        self.when = when
+        if when is not None:
+            try:
+                expression = compile_expr(when, roots=("bb", "world"))
+            except ExprError as exc:
+                raise DefinitionError("INVALID_NODE", f"wait_for {name!r}: when: {exc}",
+                                      node_path=name) from None
+            condition = _expression_condition(expression)
         if equals is not _MISSING and key is None:
             raise DefinitionError("INVALID_NODE", f"wait_for {name!r}: equals needs key",
                                   node_path=name)
@@ -237,7 +265,9 @@ class WaitFor(HarnessNode):
             out["seconds"] = self.seconds
         if self.timeout_s is not None:
             out["timeout_s"] = self.timeout_s
-        if self.condition is not None:
+        if self.when is not None:
+            out["when"] = self.when
+        elif self.condition is not None:
             out["condition"] = getattr(self.condition, "__name__", "callable")
         return out
 

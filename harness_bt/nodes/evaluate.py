@@ -50,14 +50,16 @@ class Evaluate(HarnessNode):
     MANIFEST = NodeManifest(
         "evaluate", "action", "Judge a command's result from observations (three-valued).",
         (
-            Port("command", "str", True, description="blackboard key holding the command id"),
+            Port("command", "str", True, description="blackboard key holding the command id",
+                 blackboard="read"),
             Port("postconditions", "list",
                  description="[{evaluator, params}] instead of the skill's own"),
             Port("max_observations", "int", default=3,
                  description="looks before UNKNOWN becomes the outcome"),
             Port("observation_timeout_s", "float", default=2.0,
                  description="longest wait for a new observation"),
-            Port("output", "str", description="blackboard key for the verdict"),
+            Port("output", "str", default="{name}.verdict", blackboard="write",
+                 description="blackboard key for the verdict"),
         ),
         {"SUCCESS": "verdict SUCCEEDED", "FAILURE": "verdict FAILED, or UNKNOWN past the bound",
          "RUNNING": "waiting for control done or for a new observation"},

@@ -16,6 +16,14 @@ from harness_bt.nodes.base import HarnessNode, NodeManifest, Port
 from harness_bt.nodes.conditions import Check, Observe, WaitFor
 from harness_bt.nodes.decorators import RecoveryDone, RecoveryGate, RecoveryGuard, Retry
 from harness_bt.nodes.evaluate import Evaluate
+from harness_bt.nodes.flow import (
+    Delay,
+    ForceFailure,
+    ForceSuccess,
+    KeepRunningUntilFailure,
+    Repeat,
+    Timeout,
+)
 from harness_bt.nodes.idioms import act_and_evaluate, recover
 from harness_bt.nodes.skill_action import SkillAction
 from harness_bt.registry import Registry, did_you_mean
@@ -118,9 +126,12 @@ def builtin_types() -> list[NodeType]:
             "act_and_evaluate", "idiom", "A skill action followed by its evaluation.",
             (*SkillAction.MANIFEST.ports[:6], Port("max_observations", "int", default=3)),
             {"SUCCESS": "verdict SUCCEEDED", "FAILURE": "action or verdict failed",
-             "RUNNING": "acting or evaluating"})),
+             "RUNNING": "acting or evaluating"},
+            writes=("{name}.cmd", "{name}.check.verdict"))),
         _leaf(SkillAction), _leaf(Evaluate), _leaf(Observe), _leaf(Check), _leaf(WaitFor),
         _leaf(Retry), _leaf(RecoveryGate), _leaf(RecoveryGuard), _leaf(RecoveryDone),
+        _leaf(Timeout), _leaf(Delay), _leaf(Repeat), _leaf(ForceSuccess), _leaf(ForceFailure),
+        _leaf(KeepRunningUntilFailure),
     ]
 
 

@@ -1,0 +1,107 @@
+"""One document, checked as a whole before anything is built: structure, includes, every
+node, the statechart, the blackboard flow and the budgets. Every problem is reported at once,
+in file order."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from harness_bt.spec.expand import Expander
+from harness_bt.spec.library import Library, Registries
+from harness_bt.spec.model import TaskSpec
+from harness_bt.spec.problems import Problem, Report, Severity
+from harness_bt.spec.source import Document, format_path
+from harness_bt.validate.blackboard import check_blackboard, guard_reads
+from harness_bt.validate.chart import check_chart, check_guard_texts, walk_phases
+from harness_bt.validate.nodes import check_nodes, iter_nodes
+from harness_bt.validate.structure import check_task, find_trees
+
+__all__ = ["Checked", "check_document"]
+
+_WHERE = re.compile(r"^(?P<file>.*):(?P<line>\d+):(?P<col>\d+)$")
+
+
+@dataclass
+class Checked:
+    """A checked document: the report, the spec (None when its skeleton is invalid), and the
+    library of subtrees and guards it can use."""
+
+    doc: Document
+    report: Report
+    spec: TaskSpec | None
+    library: Library
+    registries: Registries = field(repr=False, default_factory=Registries)
+
+
+def _budgets(spec: TaskSpec, doc: Document, registries: Registries) -> list[Problem]:
+    """Node retry bounds that the task budget can never pay for."""
+    limit = spec.budget.max_retries if spec.budget is not None else None
+    if limit is None:
+        return []
+    out = []
+    for at in walk_phases(spec):
+        if at.phase.kind != "atomic":
+            continue
+        for path, node, tag in iter_nodes(doc, (*at.path, "tree"), registries):
+            key = {"retry": "attempts", "recover": "budget"}.get(tag, "")
+            value = node.get(key) if key else None
+            if isinstance(value, int) and not isinstance(value, bool) and value - 1 > limit:
+                out.append(Problem(
+                    "RETRIES_EXCEED_TASK_BUDGET",
+                    f"{tag} {node.get('name')!r} allows {value - 1} retries but the task "
+                    f"budget has max_retries={limit}: the task budget runs out first",
+                    doc.where((*path, key)), severity=Severity.WARNING,
+                    fix=f"lower {key} to {limit + 1} or raise the task's max_retries",
+                    path=format_path((*path, key))))
+    return out
+
+
+def _order(problems: list[Problem], files: list[str]) -> list[Problem]:
+    def key(item: tuple[int, Problem]) -> tuple[int, int, int, int]:
+        i, p = item
+        m = _WHERE.match(p.where)
+        if m is None:
+            return (len(files), 0, 0, i)
+        rank = files.index(m["file"]) if m["file"] in files else len(files)
+        return (rank, int(m["line"]), int(m["col"]), i)
+    return [p for _, p in sorted(enumerate(problems), key=key)]
+
+
+def check_document(doc: Document, registries: Registries, *,
+                   problems: list[Problem] | None = None) -> Checked:
+    """Check a task document (``problems``: what reading it found already)."""
+    report = Report()
+    report.extend(problems or [])
+    if doc.data is None:
+        if not report.errors:
+            report.add(Problem("EMPTY_FILE", "the file holds no task", doc.file,
+                               fix="write a task: name, phases, ..."))
+        return Checked(doc, report, None, Library(documents=[doc]), registries)
+    spec, found = check_task(doc, registries)
+    report.extend(found)
+    library = Library.gather(doc, registries, report)
+    for d in library.documents:
+        for tree_path in find_trees(d.data):
+            report.extend(check_nodes(d, tree_path, registries))
+    report.extend(check_guard_texts(library))
+    expander = Expander(library, registries.models, report)
+    for tree_path in find_trees(doc.data):
+        if tree_path[0] == "phases":
+            expander.expand(doc.get(tree_path), doc, tree_path)
+    data = doc.data if isinstance(doc.data, dict) else {}
+    for name in data.get("subtrees") or {}:
+        if name not in expander.used_subtrees and isinstance(name, str):
+            report.add(Problem("UNUSED_SUBTREE", f"subtree {name!r} is defined but no phase "
+                               "uses it", doc.where(("subtrees", name), key=True),
+                               fix="use it with '{subtree: " + name + "}' or remove it",
+                               severity=Severity.WARNING, path=f"subtrees.{name}"))
+    uses = list(expander.uses)
+    if spec is not None:
+        report.extend(check_chart(spec, doc, library, registries))
+        uses += guard_reads(spec, doc, library)
+        report.extend(_budgets(spec, doc, registries))
+    defaults = set(data.get("blackboard") or {}) | set(expander.defaults)
+    report.extend(check_blackboard(uses, defaults))
+    report.problems = _order(report.problems, [d.file for d in library.documents])
+    return Checked(doc, report, spec, library, registries)

@@ -1,0 +1,352 @@
+"""The structural layer: a document against the pydantic models (the task skeleton and the
+node models made from the registries' manifests), every pydantic error rewritten as a
+:class:`Problem` that says what, where (``file:line:column``), the value, and a fix."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from harness_bt.registry import did_you_mean
+from harness_bt.spec.library import Registries
+from harness_bt.spec.model import EVENTS, LibrarySpec, TaskSpec, phase_tag
+from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, node_tag
+from harness_bt.spec.problems import Problem
+from harness_bt.spec.source import DocPath, Document, format_path
+
+__all__ = ["Structure", "check_library", "check_task", "find_trees", "nonfinite"]
+
+TagFn = Callable[[Any], str | None]
+_TYPES = {"string_type": "text", "int_type": "a whole number", "float_type": "a number",
+          "bool_type": "true or false", "list_type": "a list", "dict_type": "a mapping",
+          "model_type": "a mapping", "literal_error": "one of the allowed values"}
+_PHASE_KINDS = ("atomic", "compound", "parallel", "final")
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _has(container: Any, key: Any) -> bool:
+    if isinstance(container, dict):
+        return key in container
+    return isinstance(container, list) and isinstance(key, int) and 0 <= key < len(container)
+
+
+def find_trees(data: Any) -> list[DocPath]:
+    """Where the trees of a task or library document are (found leniently in raw data)."""
+    out: list[DocPath] = []
+    if not isinstance(data, dict):
+        return out
+    if isinstance(data.get("subtrees"), dict):
+        out += [("subtrees", name) for name in data["subtrees"]]
+
+    def phases(items: Any, path: DocPath) -> None:
+        if not isinstance(items, list):
+            return
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            if "tree" in item:
+                out.append((*path, i, "tree"))
+            for key in ("phases", "regions"):
+                phases(item.get(key), (*path, i, key))
+
+    phases(data.get("phases"), ("phases",))
+    return out
+
+
+def nonfinite(doc: Document) -> list[Problem]:
+    """Every infinite or NaN number in a document (YAML allows ``.inf`` and ``.nan``)."""
+    out = []
+    for path, value in doc.walk():
+        if isinstance(value, float) and not math.isfinite(value):
+            out.append(Problem("NON_FINITE", f"non-finite number {value!r} "
+                               f"at {format_path(path) or 'the top'}", doc.where(path),
+                               fix="write a finite number (no .inf or .nan)",
+                               path=format_path(path)))
+    return out
+
+
+class Structure:
+    """Maps pydantic errors on one validated object (at ``base`` in ``doc``) to problems."""
+
+    def __init__(self, doc: Document, registries: Registries) -> None:
+        self.doc = doc
+        self.registries = registries
+
+    def _path(self, data: Any, loc: tuple[Any, ...], tag: TagFn) -> tuple[DocPath, bool]:
+        """The document path of a pydantic location (union tags dropped) and whether it
+        exists in the data (a missing field's does not)."""
+        path: list[str | int] = []
+        cur = data
+        skipped: set[int] = set()
+        for elem in loc:
+            if isinstance(cur, dict) and id(cur) not in skipped and tag(cur) == elem:
+                skipped.add(id(cur))
+                continue
+            if _has(cur, elem):
+                path.append(elem)
+                cur = cur[elem]
+            else:
+                path.append(elem)
+                return tuple(path), False
+        return tuple(path), True
+
+    def owner(self, path: DocPath) -> str:
+        """What the value at ``path`` belongs to, in words."""
+        data = self.doc.data
+        best = "the task" if isinstance(data, dict) and "phases" in data else "the file"
+        cur = data
+        for i, part in enumerate(path):
+            if _has(cur, part):
+                cur = cur[part]
+            else:
+                break
+            here = path[: i + 1]
+            if not isinstance(cur, dict):
+                continue
+            if len(here) >= 2 and here[-2] == "transitions":
+                best = f"transition {here[-1]}"
+            elif here == ("budget",):
+                best = "the budget"
+            elif node_tag(cur) is not None and "tree" not in cur and (
+                    "type" in cur or "skill" in cur or "subtree" in cur):
+                kind = node_tag(cur)
+                kind = "skill leaf" if kind == SKILL_TAG else \
+                    "subtree use" if kind == SUBTREE_TAG else kind
+                best = f"{kind} {cur.get('name') or cur.get('subtree')!r}"
+            elif isinstance(cur.get("id"), str) and ("phases" in here or "regions" in here):
+                best = f"phase {cur['id']!r}"
+        return best
+
+    def _known(self, container: Any, is_node: bool) -> list[str]:
+        if is_node:
+            tag = node_tag(container)
+            return self.registries.models.fields(tag) if tag else []
+        return []
+
+    def problems(self, exc: ValidationError, data: Any, base: DocPath, tag: TagFn,
+                 model: type[BaseModel] | None = None) -> list[tuple[Problem, DocPath]]:
+        """Each problem with the document path it is about."""
+        out = []
+        for err in exc.errors():
+            rel, exists = self._path(data, tuple(err["loc"]), tag)
+            path = base + rel
+            problem = self._one(err, data, rel, path, exists, tag, model)
+            if problem is not None:
+                out.append((problem, path))
+        return out
+
+    def _container(self, data: Any, rel: DocPath) -> Any:
+        cur = data
+        for part in rel[:-1]:
+            try:
+                cur = cur[part]
+            except (KeyError, IndexError, TypeError):
+                return None
+        return cur
+
+    def _one(self, err: Any, data: Any, rel: DocPath, path: DocPath, exists: bool,
+             tag: TagFn, model: type[BaseModel] | None) -> Problem | None:
+        kind = err["type"]
+        field = str(rel[-1]) if rel else ""
+        value = err.get("input")
+        where = self.doc.where(path, key=kind == "extra_forbidden")
+        spot = format_path(path)
+        is_node = tag is node_tag
+        owner = self.owner(path[:-1] if rel else path)
+
+        def make(code: str, message: str, fix: str) -> Problem:
+            return Problem(code, message, where, fix=fix, path=spot)
+
+        if kind == "finite_number":
+            return None  # reported once by the non-finite scan
+        if kind == "missing":
+            return make("MISSING_FIELD", f"{owner} needs {field!r}",
+                        f"add '{field}:'" + (f" ({self._port_help(data, rel)})"
+                                             if is_node else ""))
+        if kind == "extra_forbidden":
+            container = self._container(data, rel)
+            known = self._known(container, is_node) or self._model_fields(model, path)
+            what = "param" if is_node else "field"
+            return make("UNKNOWN_FIELD", f"unknown {what} {field!r} of {owner}; known: "
+                        f"{', '.join(known)}{did_you_mean(field, known)}",
+                        "remove it or fix its spelling")
+        if kind == "node_type":
+            return self._node_type(value, make)
+        if kind == "phase_kind":
+            if isinstance(value, dict) and "kind" in value:
+                return make("UNKNOWN_PHASE_KIND", f"phase kind {value['kind']!r} is not one of "
+                            f"{', '.join(_PHASE_KINDS)}"
+                            f"{did_you_mean(str(value['kind']), _PHASE_KINDS)}",
+                            "use one of the kinds, or leave kind out and give tree / phases / "
+                            "regions")
+            if not isinstance(value, dict):
+                return make("WRONG_TYPE", f"a phase is a mapping, got {_describe(value)}",
+                            "write the phase as 'id: ...' with its keys")
+            return make("PHASE_WITHOUT_KIND", f"phase {value.get('id')!r} has no tree, phases "
+                        "or regions and is not a final", "give it a tree (atomic), phases "
+                        "(compound), regions (parallel), or 'kind: final'")
+        if kind == "literal_error" and field == "event":
+            return make("UNKNOWN_EVENT", f"unknown event {value!r}; events: "
+                        f"{', '.join(EVENTS)}{did_you_mean(str(value), EVENTS)}",
+                        "transitions fire on a tree's outcome or on 'done'")
+        if kind == "literal_error" and field == "skill":
+            known = self.registries.skill_registry.names()
+            return make("UNKNOWN_SKILL", f"unknown skill {value!r}; known: "
+                        f"{', '.join(known) or '(none)'}{did_you_mean(str(value), known)}",
+                        "use a registered skill, or install the package that provides it")
+        if kind == "string_pattern_mismatch":
+            if field == "id":
+                return make("INVALID_ID", f"phase id {value!r} must be an identifier "
+                            "(letters, digits, _)", "rename it, e.g. "
+                            f"{''.join(c if c.isalnum() else '_' for c in str(value))!r}")
+            return make("INVALID_NAME", f"node name {value!r} must be non-empty and contain no "
+                        "'/' or '#'", "rename it: node paths are built from names with '/'")
+        if kind in ("greater_than_equal", "greater_than", "less_than", "less_than_equal"):
+            ctx = err.get("ctx") or {}
+            op = {"greater_than_equal": ">=", "greater_than": ">", "less_than": "<",
+                  "less_than_equal": "<="}[kind]
+            limit = next(iter(ctx.values()), "?")
+            code = "INVALID_BUDGET" if "budget" in path else "INVALID_VALUE"
+            return make(code, f"{field}={value!r} must be {op} {limit}",
+                        f"set {field} {op} {limit}, or leave it out for no limit")
+        if kind == "string_too_short":
+            return make("EMPTY_VALUE", f"{field} of {owner} must not be empty", "write a value")
+        if kind == "too_short":
+            return make("EMPTY_LIST", f"{field} of {owner} needs at least one item",
+                        "add one" if field != "phases" else "a task needs at least one phase")
+        if kind in _TYPES:
+            expected = _TYPES[kind]
+            fix = f"write {expected}"
+            if isinstance(value, bool) and kind == "string_type":
+                fix = f"quote it ('{str(value).lower()}'): YAML reads yes/no/on/off/true/false "\
+                      "as booleans"
+            elif isinstance(value, float) and kind == "int_type":
+                fix = "write a whole number (no decimal point)"
+            elif kind == "literal_error":
+                expected = f"one of {(err.get('ctx') or {}).get('expected', '?')}"
+                fix = f"write {expected}"
+            return make("WRONG_TYPE", f"{field or 'the value'} of {owner} must be {expected}, "
+                        f"got {_describe(value)}", fix)
+        if kind == "value_error":
+            message = str((err.get("ctx") or {}).get("error", err["msg"]))
+            return make("INVALID_VALUE", f"{owner}: {message}", "keep one of them")
+        return make("INVALID_VALUE", f"{field or 'value'} of {owner}: {err['msg']}"
+                    f" (got {_describe(value)})", "see the JSON Schema (harness schema)")
+
+    def _node_type(self, value: Any, make: Callable[[str, str, str], Problem]) -> Problem:
+        known = self.registries.node_registry.names()
+        if isinstance(value, dict) and "type" in value:
+            return make("UNKNOWN_NODE_TYPE", f"unknown node type {value['type']!r}; known: "
+                        f"{', '.join(known)}{did_you_mean(str(value['type']), known)}",
+                        "use a registered node type (harness schema lists them), or "
+                        "'skill: <name>' for a skill leaf")
+        if isinstance(value, dict):
+            return make("NODE_WITHOUT_TYPE", f"node {value.get('name')!r} has no 'type'",
+                        "give 'type: <node type>', or 'skill: <name>' for a skill leaf, or "
+                        "'subtree: <name>' to use a subtree")
+        return make("WRONG_TYPE", f"a node is a mapping, got {_describe(value)}",
+                    "write the node as 'type: ...' and 'name: ...' with its params")
+
+    def _port_help(self, data: Any, rel: DocPath) -> str:
+        container = self._container(data, rel)
+        tag = node_tag(container)
+        manifest = self.registries.models.manifest(tag) if tag else None
+        port = manifest.port(str(rel[-1])) if manifest else None
+        if port is None:
+            return "required"
+        return f"{port.type}" + (f": {port.description}" if port.description else "")
+
+    def _model_fields(self, model: type[BaseModel] | None, path: DocPath) -> list[str]:
+        """The fields of the model behind the mapping that holds ``path``'s last key."""
+        from harness_bt.spec import model as m
+
+        where = path[:-1]
+        target: Any = None
+        if not where:
+            target = model
+        elif where == ("budget",):
+            target = m.BudgetSpec
+        elif len(where) >= 2 and where[-2] == "transitions":
+            target = m.TransitionSpec
+        elif len(where) >= 2 and where[-2] in ("phases", "regions"):
+            try:
+                container = self.doc.get(where)
+            except (KeyError, IndexError, TypeError):
+                container = None
+            target = {"atomic": m.AtomicSpec, "compound": m.CompoundSpec,
+                      "parallel": m.ParallelSpec, "final": m.FinalSpec}.get(
+                phase_tag(container) or "")
+        if target is None:
+            return []
+        return [f.alias or n for n, f in target.model_fields.items()]
+
+
+def _check(doc: Document, registries: Registries, model: type[BaseModel], what: str
+           ) -> tuple[BaseModel | None, list[Problem], set[DocPath]]:
+    structure = Structure(doc, registries)
+    problems: list[Problem] = []
+    spec: BaseModel | None = None
+    bad_nodes: set[DocPath] = set()
+    if not isinstance(doc.data, dict):
+        fields = "name and phases" if model is TaskSpec else "subtrees and guards"
+        problems.append(Problem("WRONG_TYPE", f"{what} is a mapping with {fields}, got "
+                                f"{_describe(doc.data) if doc.data is not None else 'nothing'}",
+                                doc.where(()), fix=f"start the file with the task's keys "
+                                f"({fields})"))
+        return None, problems, bad_nodes
+    try:
+        spec = model.model_validate(doc.data)
+    except ValidationError as exc:
+        problems += [p for p, _ in structure.problems(exc, doc.data, (), phase_tag, model)]
+    for tree_path in find_trees(doc.data):
+        tree = doc.get(tree_path)
+        try:
+            registries.models.adapter.validate_python(tree)
+        except ValidationError as exc:
+            for problem, path in structure.problems(exc, tree, tree_path, node_tag):
+                problems.append(problem)
+                bad_nodes.add(_node_of(doc, path, tree_path))
+    problems += nonfinite(doc)
+    return spec, problems, bad_nodes
+
+
+def _node_of(doc: Document, path: DocPath, tree_path: DocPath) -> DocPath:
+    """The path of the node that ``path`` is in (the tree's root at the latest)."""
+    probe = path
+    while len(probe) > len(tree_path):
+        try:
+            here = doc.get(probe)
+        except (KeyError, IndexError, TypeError):
+            here = None
+        if isinstance(here, dict) and node_tag(here) is not None:
+            return probe
+        probe = probe[:-1]
+    return tree_path
+
+
+def check_task(doc: Document, registries: Registries
+               ) -> tuple[TaskSpec | None, list[Problem]]:
+    """The task skeleton and every tree of a task document: the spec (None when the skeleton
+    is invalid) and the problems. Nodes with structural problems go to ``doc.bad_nodes``."""
+    spec, problems, bad = _check(doc, registries, TaskSpec, "a task file")
+    doc.bad_nodes |= bad
+    return spec if isinstance(spec, TaskSpec) else None, problems
+
+
+def check_library(doc: Document, registries: Registries) -> list[Problem]:
+    """An included YAML library (or an imported XML file's trees)."""
+    _, problems, bad = _check(doc, registries, LibrarySpec, "an included file")
+    doc.bad_nodes |= bad
+    return problems
