@@ -77,6 +77,13 @@ def example(
         console.print(f"trace: {trace} ({len(runner.trace.events)} events)")
 
 
+from harness_bt.spec import cli as _spec_cli  # noqa: E402
+
+app.command("validate")(_spec_cli.validate)
+app.command("schema")(_spec_cli.schema)
+app.command("import-xml")(_spec_cli.import_xml)
+
+
 def _load_plugins() -> None:
     for ep in entry_points(group="harness_bt.commands"):
         try:

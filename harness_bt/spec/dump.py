@@ -18,7 +18,7 @@ _TASK = ("name", "version", "description", "instruction", "metadata", "includes"
 _PHASE = ("id", "kind", "description", "initial", "reason", "tree", "phases", "regions",
           "transitions")
 _TRANSITION = ("event", "target", "reason", "guard", "when", "description")
-_NODE_FIRST = ("type", "subtree", "skill", "name")
+_NODE_FIRST = ("type", "subtree", "skill")
 _NODE_LAST = ("child", "attempt", "recovery", "children")
 
 
@@ -34,14 +34,19 @@ def _node(data: Any) -> Any:
     if not isinstance(data, dict) or not any(k in data for k in ("type", "skill", "subtree")):
         return data
     out = {k: data[k] for k in _NODE_FIRST if k in data}
+    if "name" in data:
+        out["name"] = data["name"]
     out.update((k, v) for k, v in data.items() if k not in out and k not in _NODE_LAST)
     out.update((k, _node(data[k])) for k in _NODE_LAST if k in data)
     return out
 
 
 def _phase(data: dict[str, Any]) -> dict[str, Any]:
-    if data.get("kind") is None and not any(k in data for k in ("tree", "phases", "regions")):
-        data["kind"] = "final"  # a final is the one kind its keys cannot tell
+    if data.get("kind") is None:  # said for all but atomic phases, though keys could tell
+        data["kind"] = "compound" if "phases" in data else "parallel" if "regions" in data \
+            else None if "tree" in data else "final"
+        if data["kind"] is None:
+            del data["kind"]
     data.pop("final", None)
     if "tree" in data:
         data["tree"] = _node(data["tree"])

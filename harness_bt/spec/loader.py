@@ -25,7 +25,7 @@ from harness_bt.spec.source import Document
 from harness_bt.validate.check import Checked, check_document
 
 __all__ = ["build_task", "check_file", "check_spec", "load_spec", "load_task",
-           "validate_file", "validate_spec"]
+           "neutral_form", "validate_file", "validate_spec"]
 
 GuardFn = Callable[[GuardContext], bool]
 PathLike = str | os.PathLike[str]

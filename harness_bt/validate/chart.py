@@ -185,7 +185,10 @@ class _ChartChecks:
                          (*p.path, "id"), "add a transition that targets it, or remove it")
 
     def exits(self) -> None:
-        has_exit = {p.phase.id: bool(getattr(p.phase, "transitions", ())) for p in self.at}
+        has_exit: dict[str, bool] = {}
+        for p in self.at:
+            has_exit[p.phase.id] = has_exit.get(p.phase.id, False) or bool(
+                getattr(p.phase, "transitions", ()))
         for p in self.at:
             if isinstance(p.phase, FinalSpec):
                 continue

@@ -93,7 +93,8 @@ class _NodeChecks:
             self.add("UNKNOWN_SKILL", f"unknown skill {name!r} in {label}; known: "
                      f"{', '.join(known) or '(none)'}{did_you_mean(name, known)}",
                      (*path, "skill"), "use a registered skill, or install the package that "
-                     "provides it" + ("" if known else " (no skills are registered at all)"))
+                     "provides it" + ("" if known else " (no skills are registered: install a "
+                                      "skills package, or pass --skills module:factory)"))
             return
         model = skills.get(name).params_model
         params, inputs, objects = (_mapping(node.get(k)) for k in ("params", "inputs",
@@ -213,7 +214,8 @@ class _NodeChecks:
         try:
             nt.factory(name=node.get("name"), **kwargs)
         except DefinitionError as exc:
-            self.add("INVALID_NODE", f"{label}: {exc.message}", path,
+            self.add("INVALID_NODE", exc.message if str(node.get("name")) in exc.message
+                     else f"{label}: {exc.message}", path,
                      exc.fix or f"see the {type_name!r} node type's ports (harness schema)")
         except (TypeError, ValueError, KeyError) as exc:
             self.add("INVALID_NODE", f"{label}: {exc}", path,

@@ -4,6 +4,7 @@ node models made from the registries' manifests), every pydantic error rewritten
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from typing import Any
@@ -116,7 +117,7 @@ class Structure:
             if not isinstance(cur, dict):
                 continue
             if len(here) >= 2 and here[-2] == "transitions":
-                best = f"transition {here[-1]}"
+                best = f"transition {here[-1]} of {best}"
             elif here == ("budget",):
                 best = "the budget"
             elif node_tag(cur) is not None and "tree" not in cur and (
@@ -164,7 +165,7 @@ class Structure:
         where = self.doc.where(path, key=kind == "extra_forbidden")
         spot = format_path(path)
         is_node = tag is node_tag
-        owner = self.owner(path[:-1] if rel else path)
+        owner = self.owner(path[:-1] if rel and kind != "value_error" else path)
 
         def make(code: str, message: str, fix: str) -> Problem:
             return Problem(code, message, where, fix=fix, path=spot)
@@ -293,6 +294,62 @@ class Structure:
         return [f.alias or n for n, f in target.model_fields.items()]
 
 
+def lenient_task(data: dict[str, Any], exc: ValidationError, structure: Structure
+                 ) -> TaskSpec | None:
+    """The task skeleton with its faulty parts mended or left out, so the statechart can still
+    be checked while those faults are reported; None when a phase itself is unreadable (its
+    checks would only report ghosts of it)."""
+    data = copy.deepcopy(data)
+    for _ in range(5):
+        drop: list[DocPath] = []
+        for err in exc.errors():
+            path, _ = structure._path(data, tuple(err["loc"]), phase_tag)
+            if err["type"] == "phase_kind" or (path[:1] == ("phases",) and len(path) < 2):
+                return None
+            if path[:1] == ("budget",) or (len(path) == 1 and path[0] != "phases"):
+                drop.append(path[:1])
+            elif "transitions" in path:
+                i = path.index("transitions")
+                if len(path) > i + 2 and path[i + 2] == "event":
+                    _set(data, path[: i + 3], "failed")
+                elif len(path) > i + 2 and path[i + 2] != "target":
+                    drop.append(path[: i + 3])
+                else:
+                    drop.append(path[: i + 2])
+            elif err["type"] == "string_pattern_mismatch" and path[-1] == "id":
+                _set(data, path, "".join(c if c.isalnum() else "_" for c in str(err["input"]))
+                     or "_")
+            elif len(path) > 2:
+                drop.append(path if err["type"] != "missing" else ())
+        for path in sorted((p for p in drop if p), key=len, reverse=True):
+            _drop(data, path)
+        try:
+            return TaskSpec.model_validate(data)
+        except ValidationError as again:
+            exc = again
+    return None
+
+
+def _set(data: Any, path: DocPath, value: Any) -> None:
+    for part in path[:-1]:
+        data = data[part]
+    data[path[-1]] = value
+
+
+def _drop(data: Any, path: DocPath) -> None:
+    for part in path[:-1]:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return
+    if isinstance(data, dict):
+        data.pop(path[-1], None)
+    elif isinstance(data, list) and isinstance(path[-1], int) and path[-1] < len(data):
+        data[path[-1]] = None
+        while None in data:
+            data.remove(None)
+
+
 def _check(doc: Document, registries: Registries, model: type[BaseModel], what: str
            ) -> tuple[BaseModel | None, list[Problem], set[DocPath]]:
     structure = Structure(doc, registries)
@@ -310,6 +367,8 @@ def _check(doc: Document, registries: Registries, model: type[BaseModel], what: 
         spec = model.model_validate(doc.data)
     except ValidationError as exc:
         problems += [p for p, _ in structure.problems(exc, doc.data, (), phase_tag, model)]
+        if model is TaskSpec:
+            spec = lenient_task(doc.data, exc, structure)
     for tree_path in find_trees(doc.data):
         tree = doc.get(tree_path)
         try:

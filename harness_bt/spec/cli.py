@@ -1,0 +1,116 @@
+"""``harness validate``, ``harness schema`` and ``harness import-xml``."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from harness_bt.errors import DefinitionError
+
+__all__ = ["import_xml", "resolve_skills", "schema", "validate"]
+
+SKILLS_HELP = ("Skill registry to check against, as module:attribute (a SkillRegistry or a "
+               "function returning one), e.g. harness_bt.testing.example:example_skills. "
+               "Default: the installed skills (entry points).")
+
+
+def resolve_skills(ref: str | None) -> Any:
+    """A :class:`~harness_bt.SkillRegistry` from ``module:attribute`` (None: entry points)."""
+    if ref is None:
+        return None
+    from harness_bt.skill import SkillRegistry
+
+    module_name, _, attr = ref.partition(":")
+    if not module_name or not attr:
+        raise DefinitionError("INVALID_OPTION", f"--skills {ref!r} must read module:attribute",
+                              fix="e.g. --skills harness_bt.testing.example:example_skills")
+    try:
+        target = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise DefinitionError("INVALID_OPTION", f"--skills {ref!r}: {exc}",
+                              fix="name an importable module and one of its attributes") \
+            from None
+    registry = target() if callable(target) and not isinstance(target, SkillRegistry) \
+        else target
+    if not isinstance(registry, SkillRegistry):
+        raise DefinitionError("INVALID_OPTION", f"--skills {ref!r} gave "
+                              f"{type(registry).__name__}, not a SkillRegistry")
+    return registry
+
+
+def validate(
+    files: list[Path] = typer.Argument(..., help="Task files (YAML) to check.", exists=False),
+    skills: str = typer.Option(None, "--skills", help=SKILLS_HELP),
+    strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
+) -> None:
+    """Check task files as a whole: every problem at once, with file:line:column and a fix.
+    Exits 1 when any file has an error."""
+    from harness_bt.spec.loader import check_file
+
+    registry = resolve_skills(skills)
+    out = Console(highlight=False, soft_wrap=True)
+    failed = 0
+    for path in files:
+        checked = check_file(path, skills=registry)
+        report = checked.report
+        for problem in report:
+            colour = "red" if problem.severity.value == "error" else "yellow"
+            out.print(str(problem), style=colour, markup=False)
+        bad = report.errors or (strict and report.warnings)
+        if bad:
+            failed += 1
+            out.print(f"{path}: {len(report.errors)} error(s), {len(report.warnings)} "
+                      "warning(s)", style="bold red", markup=False)
+        else:
+            spec = checked.spec
+            assert spec is not None
+            out.print(f"{path}: OK ({spec.name}: {len(spec.phase_ids())} phases"
+                      + (f", {len(report.warnings)} warning(s)" if report.warnings else "")
+                      + ")", style="green", markup=False)
+    raise typer.Exit(1 if failed else 0)
+
+
+def schema(
+    output: Path = typer.Option(None, "-o", "--output", help="Write here (default: stdout)."),
+    library: bool = typer.Option(False, "--library",
+                                 help="The schema of an included file instead of a task."),
+    skills: str = typer.Option(None, "--skills", help=SKILLS_HELP),
+) -> None:
+    """Write the JSON Schema of the task format (node types and skills as installed)."""
+    from harness_bt.spec.schema import render_schema, task_schema
+
+    text = render_schema(task_schema(skills=resolve_skills(skills), library=library))
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {output}")
+
+
+def import_xml(
+    file: Path = typer.Argument(..., help="A BehaviorTree.CPP v4 XML file."),
+    output: Path = typer.Option(None, "-o", "--output",
+                                help="Write the task YAML here (default: stdout)."),
+    tree: str = typer.Option(None, "--tree", help="The BehaviorTree ID to run (default: "
+                             "main_tree_to_execute, or the only tree)."),
+    name: str = typer.Option(None, "--name", help="Task name (default: the file's stem)."),
+    skills: str = typer.Option(None, "--skills", help=SKILLS_HELP),
+) -> None:
+    """Import a BehaviorTree.CPP XML tree as a task: one phase running it, with finals for
+    each outcome. The result is checked before it is written."""
+    from harness_bt.btcpp import import_task
+    from harness_bt.spec.dump import dump_yaml
+
+    spec = import_task(file, tree=tree, name=name, skills=resolve_skills(skills))
+    text = dump_yaml(spec, header=f"imported from {file.name} (BehaviorTree.CPP v4)")
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {output}")
