@@ -79,11 +79,18 @@ def schema(
     library: bool = typer.Option(False, "--library",
                                  help="The schema of an included file instead of a task."),
     skills: str = typer.Option(None, "--skills", help=SKILLS_HELP),
+    builtin: bool = typer.Option(False, "--builtin", help="Only the built-in node types and "
+                                 "no skills (the schema committed with harness-bt)."),
 ) -> None:
     """Write the JSON Schema of the task format (node types and skills as installed)."""
+    from harness_bt.nodes.registry import NodeRegistry
+    from harness_bt.skill import SkillRegistry
     from harness_bt.spec.schema import render_schema, task_schema
 
-    text = render_schema(task_schema(skills=resolve_skills(skills), library=library))
+    if builtin:
+        text = render_schema(task_schema(NodeRegistry(), SkillRegistry(), library=library))
+    else:
+        text = render_schema(task_schema(skills=resolve_skills(skills), library=library))
     if output is None:
         typer.echo(text, nl=False)
     else:

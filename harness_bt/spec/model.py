@@ -56,7 +56,20 @@ _ID = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 def _text_or_int(value: Any) -> Any:
+    value = integral(value)
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def integral(value: Any) -> Any:
+    """``3.0`` -> ``3``: a whole number written with a decimal point is still a whole number
+    (as JSON Schema's ``integer`` has it)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: A whole number; ``3.0`` reads as 3.
+Int = Annotated[int, BeforeValidator(integral)]
 
 
 Version = Annotated[str, BeforeValidator(_text_or_int),
@@ -71,7 +84,8 @@ class _Spec(BaseModel):
 class BudgetSpec(_Spec):
     """The task's total budget: every retry and recovery of every node draws on it."""
 
-    max_retries: int | None = Field(None, ge=0, description="retries + recoveries in all")
+    max_retries: Annotated[int, Field(ge=0), BeforeValidator(integral)] | None = Field(
+        None, description="retries + recoveries in all")
     max_time_s: float | None = Field(None, gt=0, description="seconds from the first tick")
 
 
@@ -86,6 +100,10 @@ class TransitionSpec(_Spec):
     guard: str | None = Field(None, description="a guard by name (document or registry)")
     when: str | None = Field(None, description="an inline guard over outcome / bb / world")
     description: str = ""
+
+    model_config = ConfigDict(json_schema_extra={"not": {
+        "required": ["guard", "when"],
+        "properties": {"guard": {"type": "string"}, "when": {"type": "string"}}}})
 
     @model_validator(mode="after")
     def _one_guard(self) -> TransitionSpec:

@@ -28,7 +28,7 @@ from pydantic import (
 from harness_bt.nodes.base import NodeManifest, Port
 from harness_bt.nodes.registry import NodeRegistry
 from harness_bt.nodes.skill_action import SkillAction
-from harness_bt.spec.model import NODE_REF
+from harness_bt.spec.model import NODE_REF, Int
 
 __all__ = ["SKILL_TAG", "SUBTREE_TAG", "NodeModels", "SubtreeRef", "node_tag", "resolve_node_refs"]
 
@@ -71,7 +71,7 @@ class SubtreeRef(_Node):
     autoremap: bool = Field(True, description="share unmapped keys with the including tree")
 
 
-_SCALAR: dict[str, Any] = {"str": str, "int": int, "float": float, "bool": bool,
+_SCALAR: dict[str, Any] = {"str": str, "int": Int, "float": float, "bool": bool,
                            "list": list[Any], "dict": dict[str, Any], "expr": str, "any": Any}
 
 

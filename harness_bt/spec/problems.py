@@ -37,7 +37,7 @@ class Problem:
 
     def __str__(self) -> str:
         text = f"{self.where}: {self.severity} {self.code}: {self.message}"
-        if self.path and self.path not in self.where:
+        if self.path and not self.where.endswith(f"({self.path})"):
             text += f" (at {self.path})"
         if self.fix:
             text += f"; fix: {self.fix}"

@@ -5,6 +5,7 @@ registered node type (their ports from the manifests, skill names when skills ar
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from harness_bt.nodes.registry import NodeRegistry
@@ -13,7 +14,7 @@ from harness_bt.spec.library import Registries
 from harness_bt.spec.model import LibrarySpec, TaskSpec
 from harness_bt.spec.nodes import resolve_node_refs
 
-__all__ = ["SCHEMA_DIALECT", "render_schema", "task_schema"]
+__all__ = ["BUILTIN_SCHEMA", "SCHEMA_DIALECT", "builtin_schema", "render_schema", "task_schema"]
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -38,3 +39,14 @@ def task_schema(nodes: NodeRegistry | None = None, skills: SkillRegistry | None 
 def render_schema(schema: dict[str, Any]) -> str:
     """Stable text (sorted keys, two-space indent, trailing newline)."""
     return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+#: The committed schema: built-in node types, no skills (``harness schema --builtin -o
+#: harness_bt/spec/task.schema.json`` rewrites it; ``harness schema`` writes the one for the
+#: installed node types and skills).
+BUILTIN_SCHEMA = Path(__file__).with_name("task.schema.json")
+
+
+def builtin_schema() -> dict[str, Any]:
+    """The schema for the built-in node types and no skills."""
+    return task_schema(NodeRegistry(), SkillRegistry())

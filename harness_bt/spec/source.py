@@ -150,11 +150,13 @@ class _Builder:
         if node.tag != "tag:yaml.org,2002:map":
             self.problem("YAML_TAG", f"unsupported YAML tag {node.tag!r}", node,
                          "remove the tag", path)
-        self.loader.flatten_mapping(node)  # `<<: *anchor` merges
+        own = {id(k) for k, _ in node.value}
+        self.loader.flatten_mapping(node)  # `<<: *anchor` merges (their keys come first)
         out: dict[str, Any] = {}
         first: dict[str, Mark] = {}
+        merged: set[str] = set()
         for key_node, value_node in node.value:
-            key_path = (*path, "?")
+            key_path = (*path, str(getattr(key_node, "value", "?")))
             if not isinstance(key_node, yaml.ScalarNode):
                 self.problem("YAML_KEY", "a mapping key must be plain text", key_node,
                              "write the key as text", key_path)
@@ -166,15 +168,19 @@ class _Builder:
                              f"quote it: '{key_node.value}' (YAML 1.1 reads yes/no/on/off as "
                              "booleans)", key_path)
                 key = str(key_node.value)
+            if key in merged:  # an explicit key overrides a merged one
+                merged.discard(key)
+                first.pop(key)
             if key in first:
                 self.problem("YAML_DUPLICATE_KEY", f"key {key!r} is given twice in this mapping "
                              f"(first at line {first[key].line})", key_node,
                              "keep one of them", (*path, key))
                 continue
             first[key] = self.mark(key_node)
+            if id(key_node) not in own:
+                merged.add(key)
             self.doc.key_marks[(*path, key)] = self.mark(key_node)
             out[key] = self.build(value_node, (*path, key))
-        self.doc.marks.pop((*path, "?"), None)
         return out
 
 

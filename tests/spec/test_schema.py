@@ -1,0 +1,134 @@
+"""The JSON Schema and the loader cannot drift apart: the committed schema is the generated
+one, and a document passes the schema exactly when it passes the loader's structural checks
+(over hand-written documents and over random mutations of the running example)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness_bt.nodes import NodeRegistry
+from harness_bt.skill import SkillRegistry
+from harness_bt.spec import Document
+from harness_bt.spec.library import Registries
+from harness_bt.spec.schema import BUILTIN_SCHEMA, builtin_schema, render_schema, task_schema
+from harness_bt.testing.example_spec import FETCH_CUP_YAML
+from harness_bt.validate.structure import check_task
+from tests.spec.test_validate import CASES
+
+REGISTRIES = Registries(nodes=NodeRegistry(), skills=SkillRegistry())
+VALIDATOR = jsonschema.Draft202012Validator(builtin_schema())
+EXAMPLE = yaml.safe_load(FETCH_CUP_YAML.read_text())
+READER_CODES = ("YAML_", "EMPTY_FILE")  # problems of the text, not of the data
+
+
+def schema_accepts(data: Any) -> bool:
+    try:  # a document JSON cannot hold (.inf, .nan) is outside the schema's reach
+        json.dumps(data, allow_nan=False)
+    except ValueError:
+        return False
+    return VALIDATOR.is_valid(data)
+
+
+def loader_accepts(data: Any) -> bool:
+    _, problems = check_task(Document("doc.yaml", copy.deepcopy(data)), REGISTRIES)
+    return not problems
+
+
+def test_the_committed_schema_is_the_generated_one() -> None:
+    assert BUILTIN_SCHEMA.read_text() == render_schema(builtin_schema()), (
+        "the task format changed: run `harness schema --builtin -o "
+        "harness_bt/spec/task.schema.json` and commit the result")
+    jsonschema.Draft202012Validator.check_schema(builtin_schema())
+
+
+def test_the_schema_names_every_node_type_and_the_known_skills() -> None:
+    from harness_bt.testing.example import example_skills
+
+    schema = task_schema(NodeRegistry(), example_skills())
+    node_types = {d["properties"]["type"]["const"] for k, d in schema["$defs"].items()
+                  if k.startswith("Node_") and "type" in d["properties"]}
+    assert node_types == set(NodeRegistry().names())
+    skill = schema["$defs"]["Node_skill_leaf"]["properties"]["skill"]
+    assert skill["enum"] == ["align", "approach", "grasp", "navigate", "place", "release"]
+    assert schema["$defs"]["Node_retry"]["properties"]["attempts"] == {
+        "default": 3, "description": "runs in all, the first included", "title": "Attempts",
+        "type": "integer"}
+
+
+def _corpus() -> list[tuple[str, Any]]:
+    docs = [("running example", EXAMPLE)]
+    for code, text, _ in CASES:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError:
+            continue
+        if code.startswith(READER_CODES):
+            continue
+        docs.append((code, data))
+    return docs
+
+
+@pytest.mark.parametrize(("label", "data"), _corpus(), ids=[c[0] for c in _corpus()])
+def test_schema_and_loader_agree_on_every_hand_written_document(label: str, data: Any) -> None:
+    assert schema_accepts(data) == loader_accepts(data), label
+
+
+def _paths(data: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path]
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out += _paths(v, (*path, k))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            out += _paths(v, (*path, i))
+    return out
+
+
+EXAMPLE_PATHS = _paths(EXAMPLE)[1:]
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 5), st.floats(allow_nan=True),
+                   st.text(max_size=6), st.sampled_from(["sequence", "retry", "final",
+                                                         "succeeded", "a/b", "grasp", ""]),
+                   st.lists(st.integers(0, 3), max_size=2), st.just({}),
+                   st.just({"type": "success", "name": "x"}))
+
+
+def _mutate(data: Any, path: tuple[Any, ...], how: str, value: Any, key: str) -> Any:
+    data = copy.deepcopy(data)
+    parent = data
+    for part in path[:-1]:
+        parent = parent[part]
+    last = path[-1]
+    if how == "replace":
+        parent[last] = value
+    elif how == "delete":
+        if isinstance(parent, dict):
+            del parent[last]
+        else:
+            parent.pop(last)
+    elif isinstance(parent[last], dict):  # add a key
+        parent[last][key] = value
+    else:
+        parent[last] = value
+    return data
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(path=st.sampled_from(EXAMPLE_PATHS), how=st.sampled_from(["replace", "delete", "add"]),
+       value=VALUES, key=st.sampled_from(["kind", "memroy", "type", "name", "guard", "when",
+                                          "final", "reason", "extra"]))
+def test_schema_and_loader_agree_on_mutations_of_the_running_example(
+        path: tuple[Any, ...], how: str, value: Any, key: str) -> None:
+    data = _mutate(EXAMPLE, path, how, value, key)
+    if isinstance(value, float) and math.isnan(value) and how != "delete":
+        assert not schema_accepts(data) and not loader_accepts(data)
+        return
+    assert schema_accepts(data) == loader_accepts(data), (path, how, value, key)
