@@ -30,6 +30,7 @@ from harness_bt.spec.model import (
     TransitionSpec,
 )
 from harness_bt.spec.problems import Problem, Report, Severity, SpecError
+from harness_bt.spec.python import load_python, spec_from_task
 from harness_bt.spec.schema import render_schema, task_schema
 from harness_bt.spec.source import Document, Mark, read_yaml
 
@@ -55,11 +56,13 @@ __all__ = [
     "check_spec",
     "compile_guard",
     "dump_yaml",
+    "load_python",
     "load_spec",
     "load_task",
     "neutral_form",
     "read_yaml",
     "render_schema",
+    "spec_from_task",
     "spec_to_data",
     "task_schema",
     "to_neutral",

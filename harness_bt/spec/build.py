@@ -18,7 +18,8 @@ GuardFn = Callable[[GuardContext], bool]
 
 
 def compile_guard(text: str, name: str | None = None) -> GuardFn:
-    """A transition guard from an expression over ``outcome``, ``bb`` and ``world``."""
+    """A transition guard from an expression over ``outcome``, ``bb`` and ``world``: named
+    ``name`` (a document's named guard) or, without one, inline (``when:``)."""
     expression: Expression = compile_expr(text, roots=("outcome", "bb", "world"))
 
     def guard(ctx: GuardContext) -> bool:
@@ -26,6 +27,8 @@ def compile_guard(text: str, name: str | None = None) -> GuardFn:
                                        outcome=ctx.outcome))
 
     guard.__name__ = guard.__qualname__ = name or text
+    guard.expression = text  # type: ignore[attr-defined]
+    guard.inline = name is None  # type: ignore[attr-defined]
     return guard
 
 
@@ -48,7 +51,7 @@ def to_neutral(checked: Checked) -> tuple[dict[str, Any], dict[str, GuardFn]]:
                 entry["reason"] = t.reason
             if t.when is not None:
                 key = f"when: {t.when}"
-                guards.setdefault(key, compile_guard(t.when, t.when))
+                guards.setdefault(key, compile_guard(t.when))
                 entry["guard"] = key
             elif t.guard is not None:
                 entry["guard"] = t.guard

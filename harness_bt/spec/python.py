@@ -1,0 +1,105 @@
+"""Tasks written in Python: load one from a ``.py`` file, and turn a core
+:class:`~harness_bt.Task` back into a :class:`~harness_bt.spec.model.TaskSpec` (so it can be
+dumped as YAML) when its trees are node-spec dicts."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness_bt.errors import DefinitionError
+from harness_bt.phases import Compound, Final, Parallel, Phase, PhaseSpec, Task
+from harness_bt.spec import builder as b
+from harness_bt.spec.model import TaskSpec, TransitionSpec
+
+__all__ = ["load_python", "spec_from_task"]
+
+_NAMES = ("spec", "SPEC", "task", "TASK", "build_spec", "build_task", "build", "make_task")
+
+
+def load_python(path: str | os.PathLike[str]) -> TaskSpec | Task:
+    """Import a Python task file and return its task: the first of ``spec``, ``task``,
+    ``build_spec``, ``build_task``, ``build``, ``make_task``, ``<stem>``, ``<stem>_task``,
+    ``<stem>_spec`` it defines (a :class:`TaskSpec` or :class:`~harness_bt.Task`, or a
+    function of no arguments returning one), else its only module-level one."""
+    path = Path(path)
+    name = f"harness_task_{path.stem}_{abs(hash(str(path.resolve())))}"
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise DefinitionError("INVALID_TASK_FILE", f"{path}: not an importable Python file")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(name, None)
+    names = [*_NAMES, path.stem, f"{path.stem}_task", f"{path.stem}_spec"]
+    for attr in names:
+        value = getattr(module, attr, None)
+        if value is None:
+            continue
+        if callable(value) and not isinstance(value, TaskSpec | Task):
+            value = value()
+        if isinstance(value, TaskSpec | Task):
+            return value
+    found = [v for v in vars(module).values() if isinstance(v, TaskSpec | Task)]
+    if len(found) == 1:
+        return found[0]
+    raise DefinitionError(
+        "INVALID_TASK_FILE", f"{path}: found no task (looked for {', '.join(names)} and for one "
+        "module-level TaskSpec or Task)", fix="define `def task() -> Task` (or TaskSpec)")
+
+
+def _transitions(spec: PhaseSpec, guards: dict[str, str]) -> list[TransitionSpec]:
+    out = []
+    for t in spec.transitions:
+        when = guard = None
+        if t.guard is not None:
+            text = getattr(t.guard, "expression", None)
+            if text is not None and getattr(t.guard, "inline", False):
+                when = text
+            else:
+                guard = getattr(t.guard, "__name__", "guard")
+                if text is not None:
+                    guards[guard] = text
+        out.append(b.on(t.event, t.target, reason=t.reason, guard=guard, when=when,
+                        description=t.description))
+    return out
+
+
+def _phase(spec: PhaseSpec, guards: dict[str, str]) -> Any:
+    if isinstance(spec, Final):
+        return b.final(spec.id, reason=None if spec.reason == spec.id else spec.reason,
+                       description=spec.description)
+    transitions = _transitions(spec, guards)
+    if isinstance(spec, Compound):
+        return b.compound(spec.id, [_phase(c, guards) for c in spec.phases], initial=spec.initial,
+                          transitions=transitions, description=spec.description)
+    if isinstance(spec, Parallel):
+        return b.parallel(spec.id, [_phase(c, guards) for c in spec.regions],
+                          transitions=transitions, description=spec.description)
+    assert isinstance(spec, Phase)
+    if not isinstance(spec.tree, Mapping):
+        raise DefinitionError(
+            "NOT_A_DOCUMENT", f"phase {spec.id!r}: its tree is a Python factory, which has no "
+            "YAML form", fix="give the tree as a node-spec dict, or build the task with "
+            "harness_bt.spec.builder and harness_bt.spec.tree")
+    return b.phase(spec.id, spec.tree, transitions=transitions, description=spec.description)
+
+
+def spec_from_task(task: Task) -> TaskSpec:
+    """The spec of a core task whose trees are node-spec dicts (guards by name; guards the
+    spec loader compiled keep their expressions)."""
+    guards: dict[str, str] = {}
+    phases = [_phase(p, guards) for p in task.phases]
+    budget = None
+    if task.budget.max_retries is not None or task.budget.max_time_s is not None:
+        budget = b.budget(max_retries=task.budget.max_retries,
+                          max_time_s=task.budget.max_time_s)
+    return b.task(task.name, phases, initial=task.initial, budget=budget,
+                  description=task.description, instruction=task.instruction,
+                  version=task.version, blackboard=task.blackboard, guards=guards)
