@@ -151,10 +151,10 @@ class Expander:
     # ------------------------------------------------------------------ subtrees
 
     def _problem(self, code: str, message: str, doc: Document, path: DocPath, fix: str,
-                 severity: Severity = Severity.ERROR) -> None:
+                 severity: Severity = Severity.ERROR, *, key: bool = False) -> None:
         if self.report is not None:
-            self.report.add(Problem(code, message, doc.where(path), fix=fix, severity=severity,
-                                    path=format_path(path)))
+            self.report.add(Problem(code, message, doc.where(path, key=key), fix=fix,
+                                    severity=severity, path=format_path(path)))
 
     def _siblings(self, kids: list[dict[str, Any] | None], doc: Document, path: DocPath,
                   label: str) -> None:
@@ -219,7 +219,7 @@ class Expander:
                 self._problem("UNUSED_REMAP", f"subtree {name!r} names no blackboard key "
                               f"{key!r}", doc, (*path, "remap" if key in remap else "values", key),
                               "remove it, or check the spelling against the subtree's ports",
-                              Severity.WARNING)
+                              Severity.WARNING, key=True)
         if out is not None and ref.get("name"):
             out["name"] = ref["name"]
         return out

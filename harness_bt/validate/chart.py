@@ -178,8 +178,8 @@ class _ChartChecks:
                     enter(t.target)
             if len(reached) == before:
                 break
-        for p in self.at:
-            if p.phase.id not in reached:
+        for p in self.at:  # the outermost unreachable phase stands for those inside it
+            if p.phase.id not in reached and all(a in reached for a in p.parents):
                 self.add("UNREACHABLE_PHASE", f"phase {p.phase.id!r} can never be entered: no "
                          f"transition leads to it from the initial phase {top!r}",
                          (*p.path, "id"), "add a transition that targets it, or remove it")
