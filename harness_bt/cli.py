@@ -78,10 +78,13 @@ def example(
 
 
 from harness_bt.spec import cli as _spec_cli  # noqa: E402
+from harness_bt.viz import cli as _viz_cli  # noqa: E402
 
 app.command("validate")(_spec_cli.validate)
 app.command("schema")(_spec_cli.schema)
 app.command("import-xml")(_spec_cli.import_xml)
+app.command("viz")(_viz_cli.viz)
+app.command("replay")(_viz_cli.replay)
 
 
 def _load_plugins() -> None:

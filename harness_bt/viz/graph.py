@@ -1,0 +1,221 @@
+"""The execution graph as a drawing model, shared by the Graphviz and Mermaid writers: the
+statechart (compound and parallel phases as clusters, finals as end states, transitions with
+their events), each atomic phase's tree inside it (node kinds, key params, budgets and retry
+bounds), and, from a :class:`~harness_bt.viz.frames.Frame`, every node's status, attempts
+and command state, and the active configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness_bt.viz.frames import Frame, NodeState
+
+__all__ = ["COLOURS", "Cluster", "DrawNode", "Drawing", "Transition", "drawing"]
+
+#: status -> (fill, border) colours; ``None``: drawn without a run.
+COLOURS: dict[str | None, tuple[str, str]] = {
+    "SUCCESS": ("#c8e6c9", "#2e7d32"),
+    "FAILURE": ("#ffcdd2", "#c62828"),
+    "RUNNING": ("#fff59d", "#f9a825"),
+    "UNKNOWN": ("#e1bee7", "#6a1b9a"),
+    "HALTED": ("#ffe0b2", "#ef6c00"),
+    "NOT_TICKED": ("#f5f5f5", "#9e9e9e"),
+    None: ("#ffffff", "#37474f"),
+}
+EVENT_COLOURS = {"succeeded": "#2e7d32", "failed": "#c62828", "unknown": "#6a1b9a",
+                 "budget_exhausted": "#ef6c00", "done": "#1565c0"}
+_SYMBOL = {"sequence": "→", "selector": "?", "parallel": "⇉"}
+
+
+@dataclass
+class DrawNode:
+    """One tree node: where it is, what it is, and what the run made of it."""
+
+    id: str
+    phase: str
+    path: str
+    name: str
+    type: str
+    kind: str  # composite | decorator | action | condition
+    detail: str  # the params worth seeing: skill, bounds, keys
+    status: str | None = None
+    notes: list[str] = field(default_factory=list)  # attempts, command state, outcome
+
+    @property
+    def title(self) -> str:
+        symbol = _SYMBOL.get(self.type)
+        return f"{symbol} {self.name}" if symbol else self.name
+
+
+@dataclass
+class Cluster:
+    """One phase: its kind, its children (compound / parallel) or tree (atomic)."""
+
+    id: str
+    kind: str
+    label: str
+    description: str = ""
+    children: list[Cluster] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)  # DrawNode ids, pre-order (atomic)
+    reason: str | None = None  # finals
+    state: str = ""  # with a run: active | visited | idle
+
+    @property
+    def anchor(self) -> str:
+        return f"a_{self.id}"
+
+
+@dataclass
+class Transition:
+    source: str
+    target: str
+    event: str
+    label: str
+    taken: bool = False
+
+
+@dataclass
+class Drawing:
+    title: str
+    subtitle: str
+    clusters: list[Cluster]
+    nodes: dict[str, DrawNode]
+    tree_edges: list[tuple[str, str]]
+    transitions: list[Transition]
+    initial: str
+    frame: Frame | None = None
+
+    def walk(self) -> list[Cluster]:
+        out: list[Cluster] = []
+        stack = list(reversed(self.clusters))
+        while stack:
+            c = stack.pop()
+            out.append(c)
+            stack.extend(reversed(c.children))
+        return out
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list):
+        return ", ".join(_fmt(v) for v in value)
+    return str(value)
+
+
+def _detail(entry: Mapping[str, Any]) -> str:
+    t = entry["type"]
+    p = entry.get("params") or {}
+    if t == "skill_action":
+        extra = " (handover)" if p.get("handover") else ""
+        return f"skill {p.get('skill')}{extra}"
+    if t == "retry":
+        backoff = p.get("backoff") or {}
+        cap = f", backoff ≤{_fmt(backoff.get('cap_s'))} s" if backoff.get("cap_s") else ""
+        return f"retry ≤{p.get('attempts')} runs{cap}"
+    if t == "timeout":
+        return f"timeout {_fmt(p.get('seconds'))} s"
+    if t == "delay":
+        return f"delay {_fmt(p.get('seconds'))} s"
+    if t == "repeat":
+        times = p.get("times")
+        return "repeat forever" if times == -1 else f"repeat ×{times}"
+    if t == "evaluate":
+        return f"judge {p.get('command')} (≤{p.get('max_observations')} looks)"
+    if t == "observe":
+        return f"observe {_fmt(p.get('objects') or [])}" + (
+            f" → {p['record']}" if p.get("record") else "")
+    if t == "check":
+        return "check " + _fmt(p.get("objects") or p.get("relations") or [])
+    if t == "wait_for":
+        for key in ("when", "key", "condition"):
+            if p.get(key) is not None:
+                return f"wait {p[key]}"
+        return f"wait {_fmt(p.get('seconds'))} s"
+    if t in ("sequence", "selector"):
+        return t + ("" if p.get("memory", True) else " (reactive)")
+    if t == "parallel":
+        return f"parallel ({p.get('policy', 'all')})"
+    return t
+
+
+def _notes(entry: Mapping[str, Any], state: NodeState) -> list[str]:
+    out = []
+    params = entry.get("params") or {}
+    if entry["type"] == "retry" and (state.retries or state.status not in (None, "NOT_TICKED")):
+        out.append(f"run {1 + state.retries}/{params.get('attempts')}")
+    if state.command is not None:
+        out.append(f"#{state.attempts} {state.command_state}")
+    if state.verdict is not None:
+        out.append(f"verdict {state.verdict}")
+    if state.outcome and state.status in ("FAILURE", "UNKNOWN", "HALTED"):
+        out.append(state.outcome)
+    return out
+
+
+def _label(spec: Mapping[str, Any]) -> str:
+    kind = spec["kind"]
+    return spec["id"] if kind == "atomic" else f"{spec['id']} ({kind})"
+
+
+def drawing(structure: Mapping[str, Any], frame: Frame | None = None) -> Drawing:
+    """The drawing model of a task structure (``Task.structure()`` or a trace's first event),
+    coloured by ``frame`` when given."""
+    trees = structure.get("trees", {})
+    nodes: dict[str, DrawNode] = {}
+    edges: list[tuple[str, str]] = []
+    transitions: list[Transition] = []
+    taken = {(src, tgt) for _, src, tgt in (frame.transitions if frame else ())}
+    config = set(frame.configuration) if frame else set()
+    visited = set(frame.visited) if frame else set()
+
+    def cluster(spec: Mapping[str, Any]) -> Cluster:
+        c = Cluster(spec["id"], spec["kind"], _label(spec), spec.get("description", ""),
+                    reason=spec.get("reason"))
+        if frame is not None:
+            c.state = "active" if c.id in config else "visited" if c.id in visited else "idle"
+        for t in spec.get("transitions", ()):
+            bits = [t["event"]]
+            if t.get("reason"):
+                bits.append(f"[{t['reason']}]")
+            if t.get("guard"):
+                bits.append(f"if {t['guard']}")
+            transitions.append(Transition(c.id, t["target"], t["event"], " ".join(bits),
+                                          (c.id, t["target"]) in taken))
+        c.children = [cluster(child) for child in spec.get("phases", ())]
+        if spec["kind"] == "atomic":
+            ids: dict[str, str] = {}
+            for entry in trees.get(c.id, ()):
+                nid = f"n{len(nodes)}"
+                ids[entry["path"]] = nid
+                state = frame.node(c.id, entry["path"]) if frame is not None else None
+                nodes[nid] = DrawNode(
+                    nid, c.id, entry["path"], entry["name"], entry["type"], entry["kind"],
+                    _detail(entry), status=state.status if state is not None else None,
+                    notes=_notes(entry, state) if state is not None else [])
+                c.nodes.append(nid)
+            for entry in trees.get(c.id, ()):
+                edges.extend((ids[entry["path"]], ids[kid]) for kid in entry.get("children", ())
+                             if kid in ids)
+        return c
+
+    clusters = [cluster(p) for p in structure.get("phases", ())]
+    budget = structure.get("budget") or {}
+    bits = []
+    if budget.get("max_retries") is not None:
+        used = f"{sum(frame.counters.values())}/" if frame is not None else "≤"
+        bits.append(f"retries {used}{budget['max_retries']}")
+    if budget.get("max_time_s") is not None:
+        bits.append(f"time ≤{_fmt(budget['max_time_s'])} s")
+    subtitle = "task budget: " + (", ".join(bits) if bits else "unlimited")
+    if frame is not None:
+        subtitle += f" · seq {frame.seq}, tick {frame.tick}, t={frame.mono:.2f} s"
+        if frame.result is not None:
+            subtitle += f" · {frame.result.get('outcome')} ({frame.result.get('reason')})"
+    title = str(structure.get("task", "task"))
+    if structure.get("instruction"):
+        title += f": {structure['instruction']}"
+    return Drawing(title, subtitle, clusters, nodes, edges, transitions,
+                   str(structure.get("initial") or (clusters[0].id if clusters else "")), frame)
