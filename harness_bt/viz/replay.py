@@ -33,8 +33,7 @@ def _phases_to_show(structure: Mapping[str, Any], frame: Frame) -> list[str]:
     active = [p for p in frame.configuration if p in trees]
     if active:
         return active
-    last = [p for p in reversed(frame.visited) if p in trees]
-    return last[:1]
+    return [p for p in dict.fromkeys(frame.visited) if p in trees]  # the run is over: all
 
 
 def _tree(phase: str, entries: list[dict[str, Any]], frame: Frame) -> Tree:
