@@ -16,9 +16,22 @@ $(STAMP): setup.cfg pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $@
 
-# Graphviz's `dot` renders execution graphs. Installed with apt when missing and running as
-# root; otherwise the exact install command is printed.
+# Graphviz's `dot` renders execution graphs; Chromium (headless) tests the HTML replay.
+# Installed with apt when missing and running as root; otherwise the exact install command is
+# printed.
 system-deps:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Chromium (headless browser for the replay page's test) with apt-get"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || { echo "apt-get could not install chromium; install it by hand: apt-get install chromium"; exit 1; }; \
+	  else \
+	    echo "Chromium is missing (the HTML replay is tested in it). Install it, then run make again:"; \
+	    echo "  Debian/Ubuntu: sudo apt-get install chromium"; \
+	    echo "  Fedora:        sudo dnf install chromium"; \
+	    echo "  macOS:         brew install --cask chromium"; \
+	    exit 1; \
+	  fi; }
 	@command -v dot >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Graphviz (dot) with apt-get"; \

@@ -111,7 +111,7 @@ def frame_text(structure: Mapping[str, Any], frame: Frame, *, width: int = 110,
                index: int | None = None, total: int | None = None) -> str:
     """A frame as plain text."""
     console = Console(width=width, record=True, file=open(os.devnull, "w"),  # noqa: SIM115
-                      color_system=None)
+                      color_system=None, force_jupyter=False)
     console.print(frame_renderable(structure, frame, index=index, total=total))
     text = console.export_text()
     console.file.close()

@@ -1,0 +1,54 @@
+"""Every notebook runs top to bottom (nbclient, the venv's ipykernel), and shows what it says."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
+#: what a notebook's printed output must contain
+EXPECTED = {
+    "01_author_a_task": ["no problems", "name: pick_cup", "error UNKNOWN_SKILL: unknown skill "
+                         "'navigat'", "error INVALID_BUDGET: timeout 'in_time'",
+                         "error BLACKBOARD_NEVER_WRITTEN", "error UNKNOWN_TARGET",
+                         "succeeded done in 17 ticks", '"type": "retry"'],
+    "02_visualise_execution": ["succeeded done · 36 ticks · 1 recovery",
+                               "configuration: ['deliver', 'evaluate']",
+                               "tick  23  FAILURE    verdict=FAILED",
+                               "tick  30  SUCCESS    verdict=SUCCEEDED", "flowchart TD"],
+}
+
+
+def outputs(nb: nbformat.NotebookNode, kind: str) -> list[str]:
+    out = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", ()):
+            if kind == "stream" and o.output_type == "stream":
+                out.append(o.text)
+            elif kind in o.get("data", {}):
+                out.append(o["data"][kind])
+    return out
+
+
+def test_the_kernel_is_this_python() -> None:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    assert Path(spec.argv[0]).resolve() == Path(sys.executable).resolve()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_the_notebook_runs(path: Path, tmp_path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()  # raises on error
+    text = "".join(outputs(nb, "stream"))
+    for expected in EXPECTED.get(path.stem, []):
+        assert expected in text, expected
+    if path.stem in EXPECTED:  # the authoring notebooks show their graphs inline
+        svgs = outputs(nb, "image/svg+xml")
+        assert len(svgs) >= 2 and all("<svg" in s for s in svgs)
