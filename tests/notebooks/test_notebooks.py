@@ -34,11 +34,12 @@ def outputs(nb: nbformat.NotebookNode, kind: str) -> list[str]:
     return out
 
 
-def test_the_kernel_is_this_python() -> None:
-    from jupyter_client.kernelspec import KernelSpecManager
-
-    spec = KernelSpecManager().get_kernel_spec("python3")
-    assert Path(spec.argv[0]).resolve() == Path(sys.executable).resolve()
+def test_the_kernel_is_this_python(tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import sys, harness_bt; print(sys.executable)")])
+    NotebookClient(nb, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    assert outputs(nb, "stream") == [f"{sys.executable}\n"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
