@@ -1,70 +1,18 @@
-"""A small, safe, declarative expression language for guards and waits (never ``eval``).
-
-Task files name conditions in text: a transition guard (``when: "outcome.reason ==
-'NO_PROGRESS' and bb.attempts < 3"``) or a wait (``wait_for`` with ``when: "not
-exists(world.cup)"``). The text is tokenised and parsed here into a small tree that is
-interpreted over read-only views; nothing in it can call Python, import, or reach an attribute
-of a Python object.
-
-Grammar (``not`` binds tighter than ``and``, ``and`` tighter than ``or``; comparisons do not
-chain)::
-
-    expr       := or
-    or         := and ("or" and)*
-    and        := not ("and" not)*
-    not        := "not" not | comparison
-    comparison := sum [("==" | "!=" | "<" | "<=" | ">" | ">=" | "in" | "not in") sum]
-    sum        := product (("+" | "-") product)*
-    product    := unary (("*" | "/") unary)*
-    unary      := "-" unary | primary
-    primary    := NUMBER | STRING | true | false | null | "(" expr ")"
-                | "[" [expr ("," expr)*] "]" | FUNCTION "(" [expr ("," expr)*] ")" | path
-    path       := ROOT ("." NAME | "[" (STRING | NUMBER) "]")*
-
-Roots: ``bb`` (or ``blackboard``): the run's blackboard; ``world``: the world model, one entry
-per object id (``world.cup.confidence``, ``.pose``, ``.position``, ``.extent``, ``.version``,
-``.age_s``, ``.label``, ``.on``, ``.in``, ``.held_by``); ``outcome`` (transition guards only):
-``.kind``, ``.reason``, ``.node_path``, ``.retryable``, ``.details``. Functions: ``exists``,
-``len``, ``abs``, ``min``, ``max``.
-
-A path that leads nowhere is *missing*: it equals ``null``, every other comparison with it is
-false, ``exists()`` of it is false. Comparing values of different kinds is false; arithmetic on
-non-numbers is missing. A guard therefore never raises while a task runs.
-"""
+"""The expression language's syntax: tokens, the parser (text -> a small tree of tuples) and
+the printer (tree -> text, with blackboard keys renamed). See :mod:`harness_bt.expr`."""
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MISSING", "ExprError", "Expression", "compile_expr", "object_view", "run_env"]
+__all__ = ["FUNCTIONS", "ROOTS", "ExprError", "Node", "parse", "unparse", "walk"]
 
 ROOTS = {"bb": "bb", "blackboard": "bb", "world": "world", "outcome": "outcome"}
 FUNCTIONS = ("abs", "exists", "len", "max", "min")
 _KEYWORDS = {"and", "or", "not", "in", "true", "false", "null"}
-
-
-class _Missing:
-    """The value of a path that leads nowhere."""
-
-    _instance: _Missing | None = None
-
-    def __new__(cls) -> _Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "MISSING"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-MISSING: Any = _Missing()
 
 
 class ExprError(ValueError):
@@ -311,101 +259,6 @@ def _quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-# ---------------------------------------------------------------------------- evaluation
-
-def _number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _compare(op: str, a: Any, b: Any) -> bool:
-    if op in ("in", "not in"):
-        if b is MISSING or a is MISSING or not isinstance(b, list | tuple | str | Mapping):
-            return False
-        try:
-            found = a in b
-        except TypeError:
-            return False
-        return found if op == "in" else not found
-    if a is MISSING:
-        a = None
-    if b is MISSING:
-        b = None
-    if op in ("==", "!="):
-        same = (a == b) if (_number(a) and _number(b)) or type(a) is type(b) else False
-        return same if op == "==" else not same
-    if not ((_number(a) and _number(b)) or (isinstance(a, str) and isinstance(b, str))):
-        return False
-    return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
-
-
-def _arith(op: str, a: Any, b: Any) -> Any:
-    if not (_number(a) and _number(b)):
-        return MISSING
-    if op == "/":
-        return MISSING if b == 0 else a / b
-    out = {"+": a + b, "-": a - b, "*": a * b}[op]
-    return out if not isinstance(out, float) or math.isfinite(out) else MISSING
-
-
-def _step(value: Any, key: str | int) -> Any:
-    if value is MISSING or value is None:
-        return MISSING
-    if hasattr(value, "to_dict") and not isinstance(value, Mapping):
-        value = value.to_dict()
-    if isinstance(value, Mapping):
-        return value.get(key, MISSING) if isinstance(key, str) else value.get(str(key), MISSING)
-    if isinstance(value, list | tuple) and isinstance(key, int):
-        return value[key] if 0 <= key < len(value) else MISSING
-    return MISSING
-
-
-def _call(fn: str, args: list[Any]) -> Any:
-    if fn == "exists":
-        return args[0] is not MISSING and args[0] is not None
-    if fn == "len":
-        return len(args[0]) if isinstance(args[0], str | list | tuple | Mapping) else MISSING
-    if fn == "abs":
-        return abs(args[0]) if _number(args[0]) else MISSING
-    if not all(_number(a) for a in args):
-        return MISSING
-    return min(args) if fn == "min" else max(args)
-
-
-Resolver = Callable[[str | int], Any]
-
-
-def _eval(node: Node, env: Mapping[str, Resolver]) -> Any:
-    tag = node[0]
-    if tag == "lit":
-        return node[1]
-    if tag == "path":
-        _, root, steps, _ = node
-        if root not in env:
-            return MISSING
-        value = env[root](steps[0])
-        for key in steps[1:]:
-            value = _step(value, key)
-        return value
-    if tag == "list":
-        return [_eval(n, env) for n in node[1]]
-    if tag == "call":
-        return _call(node[1], [_eval(n, env) for n in node[2]])
-    if tag == "not":
-        return not _eval(node[1], env)
-    if tag == "and":
-        return bool(_eval(node[1], env)) and bool(_eval(node[2], env))
-    if tag == "or":
-        return bool(_eval(node[1], env)) or bool(_eval(node[2], env))
-    if tag == "cmp":
-        return _compare(node[1], _eval(node[2], env), _eval(node[3], env))
-    if tag == "arith":
-        return _arith(node[1], _eval(node[2], env), _eval(node[3], env))
-    if tag == "neg":
-        v = _eval(node[1], env)
-        return -v if _number(v) else MISSING
-    raise ValueError(f"bad expression node {tag!r}")  # unreachable: the parser makes these
-
-
 _PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "arith+": 5, "arith*": 6, "neg": 7}
 
 
@@ -415,11 +268,11 @@ def _prec(node: Node) -> int:
     return _PREC.get(node[0], 9)
 
 
-def _unparse(node: Node, mapping: Mapping[str, str] | None = None) -> str:
+def unparse(node: Node, mapping: Mapping[str, str] | None = None) -> str:
     tag = node[0]
 
     def sub(child: Node, prec: int) -> str:
-        text = _unparse(child, mapping)
+        text = unparse(child, mapping)
         return f"({text})" if _prec(child) < prec else text
 
     if tag == "lit":
@@ -442,9 +295,9 @@ def _unparse(node: Node, mapping: Mapping[str, str] | None = None) -> str:
                 text += f"[{_quote(s)}]"
         return text
     if tag == "list":
-        return "[" + ", ".join(_unparse(n, mapping) for n in node[1]) + "]"
+        return "[" + ", ".join(unparse(n, mapping) for n in node[1]) + "]"
     if tag == "call":
-        return f"{node[1]}(" + ", ".join(_unparse(n, mapping) for n in node[2]) + ")"
+        return f"{node[1]}(" + ", ".join(unparse(n, mapping) for n in node[2]) + ")"
     if tag == "not":
         return "not " + sub(node[1], _PREC["not"])
     if tag in ("and", "or"):
@@ -474,93 +327,13 @@ def _children(node: Node) -> tuple[Node, ...]:
     return ()
 
 
-def _walk(node: Node) -> Iterable[Node]:
+def walk(node: Node) -> Iterable[Node]:
+    """Every node of a syntax tree, pre-order."""
     yield node
     for child in _children(node):
-        yield from _walk(child)
+        yield from walk(child)
 
 
-@dataclass(frozen=True)
-class Expression:
-    """A parsed expression: evaluate it over resolvers, list what it reads, rename keys."""
-
-    text: str
-    tree: Node
-    roots: frozenset[str]
-
-    def evaluate(self, env: Mapping[str, Resolver]) -> Any:
-        """The value, with ``env`` mapping each root (``bb``, ``world``, ``outcome``) to a
-        function from a first key to its value (:data:`MISSING` when absent)."""
-        return _eval(self.tree, env)
-
-    def test(self, env: Mapping[str, Resolver]) -> bool:
-        return bool(self.evaluate(env))
-
-    def reads(self, root: str = "bb") -> list[str]:
-        """The first keys read under ``root`` (``bb``: blackboard keys), in order."""
-        out: list[str] = []
-        for node in _walk(self.tree):
-            if node[0] == "path" and node[1] == root and node[2]:
-                key = str(node[2][0])
-                if key not in out:
-                    out.append(key)
-        return out
-
-    def renamed(self, mapping: Mapping[str, str]) -> str:
-        """The text with blackboard keys renamed (``{"target": "goal"}``)."""
-        return _unparse(self.tree, mapping)
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def compile_expr(text: str, *, roots: Iterable[str] = ("bb", "world", "outcome")
-                 ) -> Expression:
-    """Parse ``text``; ``roots`` are the path roots this place allows. Raises
-    :class:`ExprError` (with a column and a fix) on any syntax or name error."""
-    if not isinstance(text, str):
-        raise ExprError(f"an expression is text, got {type(text).__name__}", str(text), 1)
-    allowed = frozenset(roots)
-    tree = _Parser(text, allowed).parse()
-    return Expression(text, tree, allowed)
-
-
-# ---------------------------------------------------------------------------- run-time views
-
-def object_view(obj: Any, age_s: float | None) -> dict[str, Any]:
-    """What ``world.<id>`` shows of a world object: plain data only."""
-    pose = obj.pose.to_list()
-    rels = {str(k): v for k, v in obj.relations.items()}
-    return {"pose": pose, "position": pose[:3], "extent": list(obj.extent),
-            "confidence": obj.confidence, "version": obj.version, "label": obj.label,
-            "age_s": MISSING if age_s is None else age_s,
-            "on": rels.get("on"), "in": rels.get("in"), "held_by": rels.get("held_by")}
-
-
-def run_env(*, blackboard: Any = None, world: Any = None, now: float | None = None,
-            outcome: Any = None) -> dict[str, Resolver]:
-    """Resolvers over a run's blackboard (``get``), world (a model or a view: ``get`` and
-    ``age``) and a transition's outcome (``to_dict``)."""
-    env: dict[str, Resolver] = {}
-    if blackboard is not None:
-        def bb(key: str | int) -> Any:
-            return blackboard.get(str(key), MISSING) if str(key) in blackboard else MISSING
-        env["bb"] = bb
-    if world is not None:
-        def wo(key: str | int) -> Any:
-            obj = world.get(str(key))
-            if obj is None:
-                return MISSING
-            try:
-                age = world.age(str(key)) if now is None else world.age(str(key), now)
-            except TypeError:
-                age = None
-            return object_view(obj, age)
-        env["world"] = wo
-    if outcome is not None:
-        data = outcome.to_dict() if hasattr(outcome, "to_dict") else dict(outcome)
-
-        def oc(key: str | int) -> Any:
-            return data.get(str(key), MISSING)
-        env["outcome"] = oc
-    return env
+def parse(text: str, roots: Iterable[str]) -> Node:
+    """The syntax tree of ``text`` (paths may start at ``roots`` only)."""
+    return _Parser(text, roots).parse()
