@@ -38,3 +38,32 @@ def test_every_leaf_documents_its_statuses() -> None:
         doc = getattr(harness_bt.nodes, name).__doc__ or ""
         for word in ("SUCCESS", "FAILURE"):
             assert word in doc, (name, word)
+
+
+def test_authoring_and_visualisation_exports_are_pinned() -> None:
+    import harness_bt.btcpp
+    import harness_bt.expr
+    import harness_bt.spec
+    import harness_bt.validate
+    import harness_bt.viz
+
+    assert sorted(harness_bt.spec.__all__) == sorted([
+        "AtomicSpec", "BudgetSpec", "CompoundSpec", "Document", "FinalSpec", "Library",
+        "LibrarySpec", "Mark", "ParallelSpec", "Problem", "Registries", "Report", "Severity",
+        "SpecError", "TaskSpec", "TransitionSpec", "build_task", "check_file", "check_spec",
+        "compile_guard", "dump_yaml", "load_python", "load_spec", "load_task", "neutral_form",
+        "read_yaml", "render_schema", "spec_from_task", "spec_to_data", "task_schema",
+        "to_neutral", "validate_file", "validate_spec",
+    ])
+    assert sorted(harness_bt.validate.__all__) == sorted([
+        "Checked", "Problem", "Report", "Severity", "SpecError", "check_document"])
+    assert sorted(harness_bt.viz.__all__) == sorted([
+        "COLOURS", "FORMATS", "GRAPHVIZ_HELP", "STATUSES", "Drawing", "Frame", "NodeState",
+        "drawing", "frame_at", "frames", "render", "render_dot", "to_dot", "to_mermaid"])
+    assert sorted(harness_bt.btcpp.__all__) == ["SUPPORTED", "import_task", "read_btcpp"]
+    assert sorted(harness_bt.expr.__all__) == sorted([
+        "MISSING", "ExprError", "Expression", "compile_expr", "object_view", "run_env"])
+    for module in (harness_bt.spec, harness_bt.validate, harness_bt.viz, harness_bt.btcpp,
+                   harness_bt.expr):
+        for name in module.__all__:
+            assert hasattr(module, name), (module.__name__, name)
