@@ -60,7 +60,8 @@ def test_authoring_and_visualisation_exports_are_pinned() -> None:
     assert sorted(harness_bt.viz.__all__) == sorted([
         "COLOURS", "FORMATS", "GRAPHVIZ_HELP", "STATUSES", "Drawing", "Frame", "NodeState",
         "drawing", "frame_at", "frames", "render", "render_dot", "to_dot", "to_mermaid"])
-    assert sorted(harness_bt.btcpp.__all__) == ["SUPPORTED", "import_task", "read_btcpp"]
+    assert sorted(harness_bt.btcpp.__all__) == ["SUPPORTED", "import_task", "read_btcpp",
+                                                "task_document"]
     assert sorted(harness_bt.expr.__all__) == sorted([
         "MISSING", "ExprError", "Expression", "compile_expr", "object_view", "run_env"])
     for module in (harness_bt.spec, harness_bt.validate, harness_bt.viz, harness_bt.btcpp,

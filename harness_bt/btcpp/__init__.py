@@ -33,7 +33,7 @@ from harness_bt.spec.model import TaskSpec
 from harness_bt.spec.problems import Problem, Report
 from harness_bt.spec.source import Document
 
-__all__ = ["SUPPORTED", "import_task", "read_btcpp"]
+__all__ = ["SUPPORTED", "import_task", "read_btcpp", "task_document"]
 
 
 def read_btcpp(path: str | os.PathLike[str], registries: Registries, *,
@@ -57,39 +57,47 @@ def read_btcpp(path: str | os.PathLike[str], registries: Registries, *,
     return doc, problems + reader.problems
 
 
-def import_task(path: str | os.PathLike[str], *, tree: str | None = None,
-                name: str | None = None, skills: Any = None, nodes: Any = None) -> TaskSpec:
-    """A task that runs one tree of a BehaviorTree.CPP file (``tree``, else its
-    ``main_tree_to_execute``, else its only tree): one phase with a final for each outcome, the
-    file's trees as subtrees. The whole result is checked (problems point into the XML)."""
-    from harness_bt.validate.check import check_document
-
-    registries = Registries(nodes=nodes, skills=skills)
-    xml, problems = read_btcpp(path, registries)
-    report = Report(list(problems))
-    report.raise_for_errors(str(path))
-    data = dict(xml.data)
-    trees = list(data["subtrees"])
+def task_document(xml: Document, *, tree: str | None = None, name: str | None = None
+                  ) -> Document:
+    """A task document over a read XML file: one phase running ``tree`` (else the file's
+    ``main_tree_to_execute``, else its only tree) with a final for each outcome, the file's
+    trees as subtrees, the XML's marks kept."""
+    data = xml.data if isinstance(xml.data, dict) else {"subtrees": {}}
+    trees = list(data.get("subtrees", {}))
     main = tree or data.get("metadata", {}).get("main_tree_to_execute") or (
         trees[0] if len(trees) == 1 else None)
     if main is None or main not in trees:
         raise DefinitionError(
-            "UNKNOWN_SUBTREE", f"{path}: which tree to run? {main!r} is not one of "
+            "UNKNOWN_SUBTREE", f"{xml.file}: which tree to run? {main!r} is not one of "
             f"{', '.join(trees) or '(none)'}", fix="pass --tree <ID> (or set "
             "main_tree_to_execute in the file)")
     outcomes = {"succeeded": "done", "failed": "aborted_failed", "unknown": "aborted_unknown",
                 "budget_exhausted": "aborted_budget_exhausted"}
+    stem = Path(xml.file).stem
     task_data = {
-        "name": name or re.sub(r"\W+", "_", Path(path).stem) or "imported",
-        "description": f"imported from {Path(path).name} (BehaviorTree.CPP v4), tree {main}",
+        "name": name or re.sub(r"\W+", "_", stem) or "imported",
+        "description": f"imported from {Path(xml.file).name} (BehaviorTree.CPP v4), tree {main}",
         "subtrees": data["subtrees"],
         "phases": [{"id": "main", "tree": {"subtree": main},
                     "transitions": [{"event": e, "target": t} for e, t in outcomes.items()]},
                    *({"id": t, "kind": "final"} for t in outcomes.values())],
     }
-    doc = Document(xml.file, task_data, path=xml.path, marks=xml.marks,
-                   key_marks=xml.key_marks, format="xml")
-    checked = check_document(doc, registries)
+    if data.get("includes"):
+        task_data["includes"] = data["includes"]
+    return Document(xml.file, task_data, path=xml.path, marks=xml.marks,
+                    key_marks=xml.key_marks, format="xml")
+
+
+def import_task(path: str | os.PathLike[str], *, tree: str | None = None,
+                name: str | None = None, skills: Any = None, nodes: Any = None) -> TaskSpec:
+    """A task that runs one tree of a BehaviorTree.CPP file (see :func:`task_document`). The
+    whole result is checked (problems point into the XML)."""
+    from harness_bt.validate.check import check_document
+
+    registries = Registries(nodes=nodes, skills=skills)
+    xml, problems = read_btcpp(path, registries)
+    Report(list(problems)).raise_for_errors(str(path))
+    checked = check_document(task_document(xml, tree=tree, name=name), registries)
     checked.report.raise_for_errors(str(path))
     assert checked.spec is not None
     return checked.spec

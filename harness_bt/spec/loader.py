@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness_bt.errors import DefinitionError
 from harness_bt.nodes.registry import NodeRegistry
 from harness_bt.phases import GuardContext, Task
 from harness_bt.skill import SkillRegistry
@@ -20,7 +21,7 @@ from harness_bt.spec.build import build, to_neutral
 from harness_bt.spec.dump import spec_to_data
 from harness_bt.spec.library import Registries, read_document
 from harness_bt.spec.model import TaskSpec
-from harness_bt.spec.problems import Report
+from harness_bt.spec.problems import Problem, Report
 from harness_bt.spec.source import Document
 from harness_bt.validate.check import Checked, check_document
 
@@ -43,6 +44,13 @@ def check_file(path: PathLike, *, nodes: NodeRegistry | None = None,
     """Read and check one task file (``text``: its content, when not read from disk)."""
     registries = _registries(nodes, skills, guards)
     doc, problems = read_document(path, registries, text=text)
+    if doc.format == "xml" and isinstance(doc.data, dict):
+        from harness_bt.btcpp import task_document  # a tree file: checked as the task it makes
+
+        try:
+            doc = task_document(doc)
+        except DefinitionError as exc:
+            problems = [*problems, Problem(exc.code, exc.message, doc.file, fix=exc.fix or "")]
     return check_document(doc, registries, problems=problems)
 
 

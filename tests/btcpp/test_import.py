@@ -191,3 +191,20 @@ def test_import_problems_point_into_the_xml(tmp_path: Path) -> None:
     path.write_text(wrap('    <Navigate x_m="far" y_m="0"/>'))
     with pytest.raises(SpecError, match="x_m='far': could not convert string to float"):
         import_task(path, skills=example_skills())
+
+
+def test_harness_validate_checks_an_xml_file_as_the_task_it_makes(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from harness_bt.cli import main
+
+    assert main(["validate", str(EVERY_TAG), "--skills",
+                 "harness_bt.testing.example:example_skills"]) == 0
+    assert capsys.readouterr().out == f"{EVERY_TAG}: OK (every_tag: 5 phases)\n"
+    from harness_bt.skill import SkillRegistry
+
+    report = check_file(EVERY_TAG, skills=SkillRegistry()).report
+    assert [p.code for p in report.errors] == [
+        "UNKNOWN_SKILL", "BLACKBOARD_NEVER_WRITTEN",  # the grasp that would write it is unknown
+        "XML_UNKNOWN_NODE", "XML_UNKNOWN_NODE", "XML_UNKNOWN_NODE"]
+    assert str(report.errors[2]).startswith(f"{EVERY_TAG}:25:11: error XML_UNKNOWN_NODE: "
+                                            "<Release> is neither")
