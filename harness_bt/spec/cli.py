@@ -47,8 +47,7 @@ def validate(
     skills: str = typer.Option(None, "--skills", help=SKILLS_HELP),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
 ) -> None:
-    """Check task files as a whole: every problem at once, with file:line:column and a fix.
-    Exits 1 when any file has an error."""
+    """Check task files: every problem at once, each with file:line:column and a fix (exit 1)."""
     from harness_bt.spec.loader import check_file
 
     registry = resolve_skills(skills)
@@ -108,8 +107,7 @@ def import_xml(
     name: str = typer.Option(None, "--name", help="Task name (default: the file's stem)."),
     skills: str = typer.Option(None, "--skills", help=SKILLS_HELP),
 ) -> None:
-    """Import a BehaviorTree.CPP XML tree as a task: one phase running it, with finals for
-    each outcome. The result is checked before it is written."""
+    """Import a BehaviorTree.CPP v4 XML tree as a task file (checked before it is written)."""
     from harness_bt.btcpp import import_task
     from harness_bt.spec.dump import dump_yaml
 

@@ -24,8 +24,7 @@ def viz(
     skills: str = typer.Option(None, "--skills", help="Skill registry to load the task "
                                "with, as module:attribute (default: the installed skills)."),
 ) -> None:
-    """Draw a task's execution graph: the statechart with each phase's tree, coloured by a
-    run when --trace is given."""
+    """Draw the execution graph (statechart and trees), coloured by a run with --trace."""
     from harness_bt.spec.cli import resolve_skills
     from harness_bt.viz.render import FORMATS, render, write
 
@@ -53,8 +52,7 @@ def replay(
                               "through the run in a browser."),
     width: int = typer.Option(110, "--width", help="Text width for --at / --frames."),
 ) -> None:
-    """Step through a run: tree statuses, chart configuration, ledger; forward and back with
-    the arrow keys (or print frames with --at / --frames, or write --html)."""
+    """Step through a run in the terminal (arrow keys), or print --at / --frames, or --html."""
     from harness_bt.trace import TraceReader
     from harness_bt.viz.frames import frame_at, frames
     from harness_bt.viz.replay import Replay, frame_text

@@ -128,3 +128,19 @@ def test_misused_subtrees_and_includes_are_named(tmp_path: Path) -> None:
     assert problems(tmp_path, unused) == [
         "task.yaml:4:3: warning UNUSED_SUBTREE: subtree 'spare' is defined but no phase uses it "
         "(at subtrees.spare); fix: use it with '{subtree: spare}' or remove it"]
+
+
+def test_python_guards_by_name_are_checked_and_used(tmp_path: Path) -> None:
+    task = TASK.replace("guard: slow", "guard: ready")
+    assert "unknown guard 'ready'; known: slow" in problems(tmp_path, task)[0]
+    calls: list[str] = []
+
+    def ready(ctx: object) -> bool:
+        calls.append("ready")
+        return False
+
+    path = write(tmp_path, task)
+    assert check_file(path, skills=example_skills(), guards={"ready": ready}).report.ok
+    built = load_task(path, skills=example_skills(), guards={"ready": ready})
+    first = built.specs["first"]
+    assert [t.guard for t in first.transitions][1] is ready
