@@ -75,16 +75,6 @@ class Frame:
     def node(self, phase: str, path: str) -> NodeState:
         return self.nodes.get(phase, {}).get(path) or NodeState()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq, "tick": self.tick, "mono": self.mono,
-            "configuration": self.configuration, "visited": self.visited,
-            "nodes": {ph: {p: vars(n) for p, n in ns.items()} for ph, ns in self.nodes.items()},
-            "commands": [vars(c) for c in self.commands.values()],
-            "transitions": [list(t) for t in self.transitions],
-            "counters": self.counters, "events": self.events, "result": self.result,
-        }
-
 
 def summarize(event: dict[str, Any]) -> str:
     """One line for an event, as a replay lists it."""

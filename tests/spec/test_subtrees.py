@@ -133,10 +133,7 @@ def test_misused_subtrees_and_includes_are_named(tmp_path: Path) -> None:
 def test_python_guards_by_name_are_checked_and_used(tmp_path: Path) -> None:
     task = TASK.replace("guard: slow", "guard: ready")
     assert "unknown guard 'ready'; known: slow" in problems(tmp_path, task)[0]
-    calls: list[str] = []
-
     def ready(ctx: object) -> bool:
-        calls.append("ready")
         return False
 
     path = write(tmp_path, task)
