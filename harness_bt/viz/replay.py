@@ -6,9 +6,10 @@ first / last, q quit. :func:`frame_text` renders one frame as text (what ``--at`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -19,7 +20,7 @@ from rich.tree import Tree
 from harness_bt.errors import HarnessError
 from harness_bt.viz.frames import Frame
 
-__all__ = ["KEYS", "Replay", "frame_renderable", "frame_text", "read_key"]
+__all__ = ["KEYS", "Replay", "frame_renderable", "frame_text", "keys_mode", "read_key"]
 
 _STYLE = {"SUCCESS": "green", "FAILURE": "red", "RUNNING": "yellow", "UNKNOWN": "magenta",
           "HALTED": "dark_orange", "NOT_TICKED": "grey50"}
@@ -119,19 +120,28 @@ def frame_text(structure: Mapping[str, Any], frame: Frame, *, width: int = 110,
 
 
 def read_key() -> str:
-    """One key press from the terminal: ``right``, ``left``, ``up``, ``down`` or a character."""
+    """One key press from the terminal (in cbreak mode: see :func:`keys_mode`): ``right``,
+    ``left``, ``up``, ``down`` or a character."""
+    fd = sys.stdin.fileno()
+    ch = os.read(fd, 1).decode(errors="replace")
+    if ch == "\x1b":
+        seq = os.read(fd, 2).decode(errors="replace")
+        return {"[C": "right", "[D": "left", "[A": "up", "[B": "down"}.get(seq, "esc")
+    return ch
+
+
+@contextlib.contextmanager
+def keys_mode() -> Iterator[None]:
+    """The terminal in cbreak mode (keys arrive one by one, unechoed; output and Ctrl-C as
+    usual) for the whole session, so no key typed while a frame draws is lost."""
     import termios
     import tty
 
     fd = sys.stdin.fileno()
     old = termios.tcgetattr(fd)
     try:
-        tty.setraw(fd)
-        ch = os.read(fd, 1).decode(errors="replace")
-        if ch == "\x1b":
-            seq = os.read(fd, 2).decode(errors="replace")
-            return {"[C": "right", "[D": "left", "[A": "up", "[B": "down"}.get(seq, "esc")
-        return ch
+        tty.setcbreak(fd, termios.TCSANOW)
+        yield
     finally:
         termios.tcsetattr(fd, termios.TCSADRAIN, old)
 
@@ -171,10 +181,12 @@ class Replay:
         return True
 
     def run(self) -> int:
-        while True:
-            self.console.clear()
-            self.console.print(frame_renderable(self.structure, self.frames[self.index],
-                                                index=self.index, total=len(self.frames)))
-            self.console.print(Text(KEYS, style="dim"))
-            if not self.step(self.keys()):
-                return self.index
+        """Draw, read a key, repeat until ``q``; returns the last frame's index."""
+        with keys_mode() if self.keys is read_key else contextlib.nullcontext():
+            while True:
+                self.console.clear()
+                self.console.print(frame_renderable(self.structure, self.frames[self.index],
+                                                    index=self.index, total=len(self.frames)))
+                self.console.print(Text(KEYS, style="dim"))
+                if not self.step(self.keys()):
+                    return self.index

@@ -183,3 +183,55 @@ def test_the_html_replay_paints_the_statuses(traces: dict[str, Path], tmp_path: 
     for fill in ("#c8e6c9", "#ffcdd2", "#e1bee7", "#ffe0b2"):  # success failure unknown halted
         rgb = tuple(int(fill[i:i + 2], 16) for i in (1, 3, 5))
         assert rgb in colours, fill
+
+
+def test_stepping_in_a_real_terminal(traces: dict[str, Path]) -> None:
+    """`harness replay` in a pseudo-terminal: the keys move the frame, q quits."""
+    import os
+    import select
+    import sys
+
+    master, slave = os.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness_bt.cli", "replay", str(traces["clean"])],
+        stdin=slave, stdout=slave, stderr=slave, close_fds=True,
+        env={**os.environ, "COLUMNS": "120", "LINES": "60", "TERM": "xterm"})
+    os.close(slave)
+    seen = b""
+
+    def read_until(text: str, timeout: float = 30.0) -> str:
+        nonlocal seen
+        import time
+
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:
+                    break
+                plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", seen.decode(errors="replace"))
+                if text in plain:
+                    return plain
+        raise AssertionError(f"{text!r} never appeared in:\n{seen.decode(errors='replace')}")
+
+    try:
+        total = len(frames(TraceReader.open(traces["clean"])))
+        read_until(f"frame 1/{total}")
+        os.write(master, b"l")
+        read_until(f"frame 2/{total}")
+        os.write(master, b"\x1b[C")  # right arrow
+        read_until(f"frame 3/{total}")
+        os.write(master, b"\x1b[D")  # left arrow
+        seen = b""
+        read_until(f"frame 2/{total}")
+        os.write(master, b"G")
+        read_until(f"frame {total}/{total}")
+        os.write(master, b"q")
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
