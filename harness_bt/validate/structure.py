@@ -85,7 +85,7 @@ class Structure:
         self.doc = doc
         self.registries = registries
 
-    def _path(self, data: Any, loc: tuple[Any, ...], tag: TagFn) -> tuple[DocPath, bool]:
+    def path_of(self, data: Any, loc: tuple[Any, ...], tag: TagFn) -> tuple[DocPath, bool]:
         """The document path of a pydantic location (union tags dropped) and whether it
         exists in the data (a missing field's does not)."""
         path: list[str | int] = []
@@ -141,7 +141,7 @@ class Structure:
         """Each problem with the document path it is about."""
         out = []
         for err in exc.errors():
-            rel, exists = self._path(data, tuple(err["loc"]), tag)
+            rel, exists = self.path_of(data, tuple(err["loc"]), tag)
             path = base + rel
             problem = self._one(err, data, rel, path, exists, tag, model)
             if problem is not None:
@@ -303,7 +303,7 @@ def lenient_task(data: dict[str, Any], exc: ValidationError, structure: Structur
     for _ in range(5):
         drop: list[DocPath] = []
         for err in exc.errors():
-            path, _ = structure._path(data, tuple(err["loc"]), phase_tag)
+            path, _ = structure.path_of(data, tuple(err["loc"]), phase_tag)
             if err["type"] == "phase_kind" or (path[:1] == ("phases",) and len(path) < 2):
                 return None
             if path[:1] == ("budget",) or (len(path) == 1 and path[0] != "phases"):
