@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from harness_bt.errors import DefinitionError
 from harness_bt.expr import Expression, compile_expr, run_env
 from harness_bt.phases import GuardContext, Task
 from harness_bt.spec.expand import Expander
@@ -36,7 +37,8 @@ def to_neutral(checked: Checked) -> tuple[dict[str, Any], dict[str, GuardFn]]:
     """The neutral dict form of a checked task, and the guards its transitions name."""
     spec = checked.spec
     if spec is None or not checked.report.ok:
-        raise ValueError("to_neutral needs a document that passed its checks")
+        checked.report.raise_for_errors(checked.doc.file)  # nothing is built from a bad file
+        raise DefinitionError("INVALID_TASK_FILE", f"{checked.doc.file}: no task to build")
     doc = checked.doc
     expander = Expander(checked.library, checked.registries.models)
     guards: dict[str, GuardFn] = dict(checked.registries.guards)

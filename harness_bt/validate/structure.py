@@ -141,9 +141,9 @@ class Structure:
         """Each problem with the document path it is about."""
         out = []
         for err in exc.errors():
-            rel, exists = self.path_of(data, tuple(err["loc"]), tag)
+            rel, _ = self.path_of(data, tuple(err["loc"]), tag)
             path = base + rel
-            problem = self._one(err, data, rel, path, exists, tag, model)
+            problem = self._one(err, data, rel, path, tag, model)
             if problem is not None:
                 out.append((problem, path))
         return out
@@ -157,8 +157,8 @@ class Structure:
                 return None
         return cur
 
-    def _one(self, err: Any, data: Any, rel: DocPath, path: DocPath, exists: bool,
-             tag: TagFn, model: type[BaseModel] | None) -> Problem | None:
+    def _one(self, err: Any, data: Any, rel: DocPath, path: DocPath, tag: TagFn,
+             model: type[BaseModel] | None) -> Problem | None:
         kind = err["type"]
         field = str(rel[-1]) if rel else ""
         value = err.get("input")
