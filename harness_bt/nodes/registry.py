@@ -254,6 +254,9 @@ def describe_tree(root: Behaviour) -> list[dict[str, Any]]:
             entry["params"] = node.params()
         elif hasattr(node, "memory"):
             entry["params"] = {"memory": node.memory}
+        elif isinstance(node, py_trees.composites.Parallel):
+            entry["params"] = {"policy": "one" if isinstance(
+                node.policy, ParallelPolicy.SuccessOnOne) else "all"}
         out.append(entry)
         stack.extend(reversed(node.children))
     return out
