@@ -47,11 +47,3 @@ def test_defaults_are_copied_per_run_and_checked(clock: FakeClock) -> None:
     with pytest.raises(DefinitionError, match="need non-empty string keys"):
         Task("t", Task.from_dict(DATA).phases, blackboard={"": 1})
 
-
-def test_the_structure_keeps_a_parallel_policy() -> None:
-    from harness_bt.nodes import build_tree, describe_tree
-
-    for policy in ("all", "one"):
-        tree = build_tree({"type": "parallel", "name": "p", "policy": policy, "children": [
-            {"type": "success", "name": "a"}, {"type": "running", "name": "b"}]})
-        assert describe_tree(tree)[0]["params"] == {"policy": policy}
