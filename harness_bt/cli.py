@@ -9,6 +9,7 @@ from importlib.metadata import entry_points
 import typer
 from rich.console import Console
 
+from harness_bt import run_cli
 from harness_bt._version import __version__
 from harness_bt.errors import HarnessError
 
@@ -75,6 +76,9 @@ def example(
     console.print(table)
     if trace:
         console.print(f"trace: {trace} ({len(runner.trace.events)} events)")
+
+
+app.command("run")(run_cli.run)
 
 
 def _load_plugins() -> None:

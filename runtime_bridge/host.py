@@ -327,9 +327,27 @@ class ExecutorHost:
                                   "aborted") from exc
             with self._lock:
                 self._observation = obs
+                if obs.reset:
+                    events += self._episode_ended(obs)
                 if now - self._last_purge >= self.config.purge_interval_s:
                     self._purge(now)
             return StepResult(merged.action, obs, events)
+
+    def _episode_ended(self, obs: Observation) -> tuple[CommandEvent, ...]:
+        """A step answered with the first observation of a new episode (a GenManip server ends
+        an episode inside ``/step``): the world the active commands were planned for is gone.
+        They end at once (started: ABORTED, not started: REJECTED, reason ``EPISODE_ENDED``),
+        and the gripper target follows the new episode's fingers."""
+        self._merger.reset(obs)
+        for live in list(self._active.values()):
+            started = live.started_at is not None
+            self._finish(live, RS.ABORTED if started else RS.REJECTED,
+                         f"{R.EPISODE_ENDED}: the episode ended; the step answered with the "
+                         f"first observation of the next one", EventKind.ABORTED if started
+                         else EventKind.REJECTED)
+        ended = tuple(self._staged)
+        self._flush()
+        return ended
 
     def _protect(self, now: float) -> None:
         for live in list(self._active.values()):

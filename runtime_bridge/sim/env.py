@@ -142,7 +142,7 @@ class SimEnv:
         rng = np.random.default_rng([spec.seed, spec.index])
         self.scene.load(self.task.layout(rng))
         self.timestep = 0
-        self.progress = TaskProgress()
+        self.progress = TaskProgress(hold_steps=self.config.success_hold_steps)
         self.faults = FaultInjector(self.config.faults,
                                     np.random.default_rng([spec.seed, spec.index, 0xFA17]),
                                     self.task.target)
