@@ -10,8 +10,11 @@ did not, 2 when any success was false (the simulator's metric says failed).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
@@ -20,7 +23,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from harness_bt.episodes import EpisodeRuntime, RunOptions
+from harness_bt.episodes import EpisodeRuntime, RunOptions, runtime_registry
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
 from harness_bt.runner import TaskRunner
@@ -31,6 +34,24 @@ __all__ = ["parse_inject", "render_summary", "run"]
 
 _OPEN = {CommandState.ACCEPTED, CommandState.RUNNING, CommandState.CANCELING,
          CommandState.EVALUATING, CommandState.RECONCILING, CommandState.UNKNOWN}
+
+
+@contextlib.contextmanager
+def _c_stdout_to_stderr(active: bool) -> Iterator[None]:
+    """Send what native code writes to file descriptor 1 to stderr while active (PyBullet
+    prints on connect), so stdout carries only the JSON summary."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def parse_inject(text: str | None) -> dict[str, float]:
@@ -178,16 +199,22 @@ def run(
         err.print(f"[yellow]note:[/] --graph {graph}: no execution-graph renderer is installed "
                   "in this build; the trace (--trace) holds the whole run")
     console = Console()
-    live = console.is_terminal and not as_json
-    if live:
-        with _LiveView(console, episodes) as view:
-            report = run_episodes(task, options, bridge=bridge, perception=perception,
-                                  trace=trace, on_tick=view)
-    else:
-        if not as_json:
-            console.print(f"running {task.name}: {episodes} episode(s) from seed {seed}"
-                          + (f" against {sim}" if sim else " on the built-in simulator"))
-        report = run_episodes(task, options, bridge=bridge, perception=perception, trace=trace)
+    with _c_stdout_to_stderr(as_json):  # native libraries print to stdout; keep it clean
+        factory = runtime_registry().get(bridge, where="--bridge")
+        runtime = factory(options)
+        try:
+            if console.is_terminal and not as_json:
+                with _LiveView(console, episodes) as view:
+                    report = run_episodes(task, options, perception=perception, trace=trace,
+                                          on_tick=view, runtime=runtime)
+            else:
+                if not as_json:
+                    console.print(f"running {task.name}: {episodes} episode(s) from seed {seed}"
+                                  + (f" against {sim}" if sim else " on the built-in simulator"))
+                report = run_episodes(task, options, perception=perception, trace=trace,
+                                      runtime=runtime)
+        finally:
+            runtime.close()
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict()) + "\n")
     else:

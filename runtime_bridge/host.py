@@ -53,7 +53,9 @@ class Backend(Protocol):
     """A robot or simulator the host drives (Franka + Panda hand, GenManip actions).
 
     ``reset`` starts an episode and returns its first observation; ``step`` applies one action
-    dict (see :mod:`runtime_bridge.merge`) and returns the next observation. Holding is an
+    dict (see :mod:`runtime_bridge.merge`) and returns the next observation. A simulator that
+    ends an episode inside a step returns the next episode's first observation (``reset``
+    True); one with no episode left raises ``BridgeError`` code ``EPISODES_DONE``. Holding is an
     ordinary action (zero ee delta, identity rotation, the last gripper target), so a backend
     needs nothing else for it. ``control_period_s`` is the time one step stands for.
     """
@@ -316,11 +318,12 @@ class ExecutorHost:
             try:
                 obs = self.backend.step(merged.action)
             except Exception as exc:
+                ended = isinstance(exc, BridgeError) and exc.code == "EPISODES_DONE"
                 with self._lock:
                     for live in list(self._active.values()):
                         if live.started_at is not None:
-                            self._finish(live, RS.ABORTED, f"{R.BACKEND_ERROR}: {exc}",
-                                         EventKind.ABORTED)
+                            self._finish(live, RS.ABORTED, f"{R.EPISODE_ENDED}: {exc}" if ended
+                                         else f"{R.BACKEND_ERROR}: {exc}", EventKind.ABORTED)
                     self._flush()
                 raise BridgeError("BACKEND_ERROR", f"the backend failed a step: {exc}",
                                   fix="check the simulator / robot; running commands were "

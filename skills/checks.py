@@ -80,12 +80,11 @@ def check_pose(field: str, pose: Sequence[float]) -> list[Problem]:
 def check_position(field: str, position: Sequence[float], *, what: str = "target"
                    ) -> list[Problem]:
     """The TCP position is inside the Panda's workspace with the hand pointing down."""
-    return [Problem(field, message, code="UNREACHABLE" if "reaches" in message
-                    else "OUTSIDE_WORKSPACE",
+    return [Problem(field, message, code=code,
                     value=[round(float(v), 4) for v in position[:3]],
                     fix="choose a target on the table in front of the robot, 0.2-0.75 m from "
                         "its base")
-            for message in workspace_problems(position, what=what)]
+            for code, message in workspace_problems(position, what=what)]
 
 
 def check_object(world: WorldView, object_id: str, field: str, *,

@@ -132,23 +132,25 @@ def grasp_orientation(object_yaw: float = 0.0) -> np.ndarray:
     return qnormalize(qmul(yaw_quat(symmetric_yaw(object_yaw)), DOWN))
 
 
-def workspace_problems(position: Sequence[float], *, what: str = "target") -> list[str]:
-    """Why a TCP position (hand pointing down) is outside the Panda's workspace; empty if it
-    is inside. Conservative: a position that passes is reachable with the hand pointing down."""
+def workspace_problems(position: Sequence[float], *, what: str = "target"
+                       ) -> list[tuple[str, str]]:
+    """``(code, message)`` for every reason a TCP position (hand pointing down) is outside the
+    Panda's workspace (``OUTSIDE_WORKSPACE``) or out of its reach (``UNREACHABLE``); empty if
+    it is inside. Conservative: a position that passes is reachable with the hand down."""
     x, y, z = (float(v) for v in position[:3])
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     radius = math.hypot(x, y)
     if radius < MIN_RADIUS_M:
-        out.append(f"{what} is {radius:.3f} m from the base axis; the arm reaches no closer "
-                   f"than {MIN_RADIUS_M} m")
+        out.append(("OUTSIDE_WORKSPACE", f"{what} is {radius:.3f} m from the base axis; the arm "
+                    f"works no closer than {MIN_RADIUS_M} m"))
     if z < MIN_TCP_Z_M:
-        out.append(f"{what} height {z:.3f} m is below {MIN_TCP_Z_M} m: the fingertips would "
-                   "hit the table")
+        out.append(("OUTSIDE_WORKSPACE", f"{what} height {z:.3f} m is below {MIN_TCP_Z_M} m: "
+                    "the fingertips would hit the table"))
     if z > MAX_TCP_Z_M:
-        out.append(f"{what} height {z:.3f} m is above {MAX_TCP_Z_M} m")
+        out.append(("OUTSIDE_WORKSPACE", f"{what} height {z:.3f} m is above {MAX_TCP_Z_M} m"))
     wrist = (x, y, z + WRIST_ABOVE_TCP_M)
     reach = math.dist(wrist, SHOULDER)
     if reach > MAX_WRIST_REACH_M:
-        out.append(f"{what} needs the wrist {reach:.3f} m from the shoulder; the Panda reaches "
-                   f"{MAX_WRIST_REACH_M} m with the hand pointing down")
+        out.append(("UNREACHABLE", f"{what} needs the wrist {reach:.3f} m from the shoulder; the "
+                    f"Panda reaches {MAX_WRIST_REACH_M} m with the hand pointing down"))
     return out

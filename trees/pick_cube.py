@@ -23,7 +23,7 @@ def pregrasp(name: str) -> Behaviour:
 
 def close(name: str) -> Behaviour:
     return act_and_evaluate(name, "grasp", params={"object_id": CUBE},
-                            objects={"object_pose": CUBE}, max_observations=45)
+                            objects={"object_pose": CUBE}, snapshot="plan", max_observations=45)
 
 
 def lift(name: str, *, handover: bool = False) -> Behaviour:
@@ -43,21 +43,32 @@ def observe_tree() -> Behaviour:
     return Observe("find_cube", [CUBE], timeout_s=3.0, record="plan")
 
 
+def approach_cube(name: str) -> Behaviour:
+    """Look (the plan's snapshot), then go to the pre-grasp pose."""
+    return sequence(name, look("look"), pregrasp("pregrasp"))
+
+
+def grasp_cube(name: str) -> Behaviour:
+    """Look (the plan's snapshot), then grasp."""
+    return sequence(name, look("look"), close("close"))
+
+
 def approach_tree() -> Behaviour:
-    return recover(sequence("approach_cube", look("look"), pregrasp("pregrasp")),
-                   act_and_evaluate("back_off", "home"), 3, name="approach_or_back_off")
+    return recover(approach_cube("approach_cube"), act_and_evaluate("back_off", "home"), 3,
+                   name="approach_or_back_off")
 
 
 def grasp_tree() -> Behaviour:
-    return recover(sequence("grasp_cube", close("close"), lift("raise", handover=True)),
-                   sequence("realign", release("reopen"), look("relook"), pregrasp("reapproach")),
+    return recover(sequence("grasp_and_lift", grasp_cube("grasp_cube"),
+                            lift("raise", handover=True)),
+                   sequence("realign", release("reopen"), approach_cube("reapproach")),
                    3, name="grasp_or_realign")
 
 
 def evaluate_tree() -> Behaviour:
     return recover(Evaluate("held", "lift", max_observations=45, observation_timeout_s=2.0),
-                   sequence("regrasp", release("let_go"), look("relook"),
-                            pregrasp("reapproach"), close("reclose"), lift("relift")),
+                   sequence("regrasp", release("let_go"), approach_cube("reapproach"),
+                            grasp_cube("regrasp_cube"), lift("relift")),
                    3, name="held_or_regrasp")
 
 
