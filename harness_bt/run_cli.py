@@ -39,7 +39,7 @@ _OPEN = {CommandState.ACCEPTED, CommandState.RUNNING, CommandState.CANCELING,
 @contextlib.contextmanager
 def _c_stdout_to_stderr(active: bool) -> Iterator[None]:
     """Send what native code writes to file descriptor 1 to stderr while active (PyBullet
-    prints on connect), so stdout carries only the JSON summary."""
+    prints on connect), so stdout carries only the summary (or the JSON)."""
     if not active:
         yield
         return
@@ -134,8 +134,8 @@ def render_summary(report: RunReport, console: Console) -> None:
                 "cmds", "sim s", "wall s", "decision p50/p99 ms"):
         table.add_column(col, justify="right" if col not in ("harness", "simulator") else "left")
     for e in report.episodes:
-        sim = {True: "[green]success[/]", False: "[red]failed[/]"}.get(
-            e.sim_success, f"? ({e.sim_ended_by})")
+        sim = f"? ({e.sim_ended_by})" if e.sim_success is None else \
+            "[green]success[/]" if e.sim_success else "[red]failed[/]"
         harness = f"[green]{e.reason}[/]" if e.succeeded else f"[red]{e.reason}[/]"
         if e.false_success:
             harness += " [bold red]FALSE SUCCESS[/]"
@@ -199,22 +199,26 @@ def run(
         err.print(f"[yellow]note:[/] --graph {graph}: no execution-graph renderer is installed "
                   "in this build; the trace (--trace) holds the whole run")
     console = Console()
-    with _c_stdout_to_stderr(as_json):  # native libraries print to stdout; keep it clean
-        factory = runtime_registry().get(bridge, where="--bridge")
+    live = console.is_terminal and not as_json
+    if not console.is_terminal:
+        console = Console(width=140)  # a log or a pipe: do not wrap at 80 columns
+    factory = runtime_registry().get(bridge, where="--bridge")
+    with _c_stdout_to_stderr(True):  # native libraries print to stdout on start; keep it clean
         runtime = factory(options)
-        try:
-            if console.is_terminal and not as_json:
-                with _LiveView(console, episodes) as view:
-                    report = run_episodes(task, options, perception=perception, trace=trace,
-                                          on_tick=view, runtime=runtime)
-            else:
-                if not as_json:
-                    console.print(f"running {task.name}: {episodes} episode(s) from seed {seed}"
-                                  + (f" against {sim}" if sim else " on the built-in simulator"))
+    try:
+        if live:
+            with _LiveView(console, episodes) as view:
+                report = run_episodes(task, options, perception=perception, trace=trace,
+                                      on_tick=view, runtime=runtime)
+        else:
+            if not as_json:
+                console.print(f"running {task.name}: {episodes} episode(s) from seed {seed}"
+                              + (f" against {sim}" if sim else " on the built-in simulator"))
+            with _c_stdout_to_stderr(True):
                 report = run_episodes(task, options, perception=perception, trace=trace,
                                       runtime=runtime)
-        finally:
-            runtime.close()
+    finally:
+        runtime.close()
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict()) + "\n")
     else:

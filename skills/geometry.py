@@ -22,6 +22,7 @@ __all__ = [
     "SHOULDER",
     "TABLE_Z",
     "WRIST_ABOVE_TCP_M",
+    "Vec",
     "grasp_orientation",
     "qangle",
     "qconj",
@@ -34,6 +35,9 @@ __all__ = [
     "yaw_of",
     "yaw_quat",
 ]
+
+#: A quaternion (w, x, y, z) or a vector, as a sequence or an array.
+Vec = Sequence[float] | np.ndarray
 
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 #: The hand pointing straight down, fingers closing along world y.
@@ -54,7 +58,7 @@ MAX_TCP_Z_M = 0.75
 MIN_TCP_Z_M = 0.012  # the fingertips stay clear of the table
 
 
-def qmul(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
+def qmul(a: Vec, b: Vec) -> np.ndarray:
     """Hamilton product ``a * b`` (both w, x, y, z)."""
     aw, ax, ay, az = (float(v) for v in a)
     bw, bx, by, bz = (float(v) for v in b)
@@ -66,11 +70,11 @@ def qmul(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
     ])
 
 
-def qconj(q: Sequence[float]) -> np.ndarray:
+def qconj(q: Vec) -> np.ndarray:
     return np.array([float(q[0]), -float(q[1]), -float(q[2]), -float(q[3])])
 
 
-def qnormalize(q: Sequence[float]) -> np.ndarray:
+def qnormalize(q: Vec) -> np.ndarray:
     arr = np.asarray(q, dtype=float)
     norm = float(np.linalg.norm(arr))
     if not math.isfinite(norm) or norm < 1e-12:
@@ -79,13 +83,13 @@ def qnormalize(q: Sequence[float]) -> np.ndarray:
     return arr if arr[0] >= 0 else -arr
 
 
-def qangle(a: Sequence[float], b: Sequence[float]) -> float:
+def qangle(a: Vec, b: Vec) -> float:
     """Rotation angle between two unit quaternions (radians, 0..pi)."""
     dot = abs(float(np.dot(qnormalize(a), qnormalize(b))))
     return 2.0 * math.acos(min(1.0, dot))
 
 
-def qrotate_towards(current: Sequence[float], goal: Sequence[float], max_angle: float
+def qrotate_towards(current: Vec, goal: Vec, max_angle: float
                     ) -> np.ndarray:
     """``current`` turned towards ``goal`` by at most ``max_angle`` radians (shortest way)."""
     c = qnormalize(current)
@@ -101,7 +105,7 @@ def qrotate_towards(current: Sequence[float], goal: Sequence[float], max_angle: 
     return qnormalize(out)
 
 
-def rotation_matrix(q: Sequence[float]) -> np.ndarray:
+def rotation_matrix(q: Vec) -> np.ndarray:
     w, x, y, z = (float(v) for v in qnormalize(q))
     return np.array([
         [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
@@ -115,7 +119,7 @@ def yaw_quat(yaw: float) -> np.ndarray:
     return np.array([math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0)])
 
 
-def yaw_of(q: Sequence[float]) -> float:
+def yaw_of(q: Vec) -> float:
     """The heading of a quaternion's x axis in the world's x-y plane (radians)."""
     r = rotation_matrix(q)
     return math.atan2(r[1, 0], r[0, 0])
@@ -132,7 +136,7 @@ def grasp_orientation(object_yaw: float = 0.0) -> np.ndarray:
     return qnormalize(qmul(yaw_quat(symmetric_yaw(object_yaw)), DOWN))
 
 
-def workspace_problems(position: Sequence[float], *, what: str = "target"
+def workspace_problems(position: Vec, *, what: str = "target"
                        ) -> list[tuple[str, str]]:
     """``(code, message)`` for every reason a TCP position (hand pointing down) is outside the
     Panda's workspace (``OUTSIDE_WORKSPACE``) or out of its reach (``UNREACHABLE``); empty if

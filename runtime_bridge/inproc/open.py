@@ -34,16 +34,16 @@ def executors_from(spec: str | None = None) -> ExecutorFactory:
     found = {ep.name: ep for ep in entry_points(group=EXECUTOR_GROUP)}
     if spec and ":" in spec:
         factory: Any = load_object(spec, "executor factory")
-        return factory  # type: ignore[no-any-return]
+        return factory
     if spec:
         if spec not in found:
             raise DefinitionError("UNKNOWN_EXECUTORS", f"no executor factory {spec!r} in "
                                   f"{EXECUTOR_GROUP}; known: {', '.join(found) or 'none'}"
                                   f"{did_you_mean(spec, list(found))}",
                                   fix="install the package that provides it")
-        return found[spec].load()  # type: ignore[no-any-return]
+        return found[spec].load()
     if len(found) == 1:
-        return next(iter(found.values())).load()  # type: ignore[no-any-return]
+        return next(iter(found.values())).load()
     raise DefinitionError("UNKNOWN_EXECUTORS", f"{len(found)} executor factories in "
                           f"{EXECUTOR_GROUP} ({', '.join(found) or 'none installed'}); choose one",
                           fix="pass extra={'executors': NAME} (harness run --executors NAME), or "
@@ -63,7 +63,7 @@ def _faults(faults: dict[str, float]) -> Any:
                               "HTTP transport; the in-process simulator has none",
                               fix="serve the simulator (harness sim serve --fault-drop ...) and "
                                   "run with --sim URL")
-    return FaultRates(**faults)
+    return FaultRates(**{k: float(v) for k, v in faults.items()})  # type: ignore[arg-type]
 
 
 def open_runtime(options: RunOptions) -> InProcRuntime:
