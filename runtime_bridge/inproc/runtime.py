@@ -39,7 +39,10 @@ from harness_bt.ledger import Command, CommandEvent
 from harness_bt.observation import Observation
 from runtime_bridge.host import Backend, ExecutorHost, HostConfig
 
-__all__ = ["InProcRuntime"]
+__all__ = ["MAX_STEP_FAILURES", "InProcRuntime"]
+
+#: Holding an episode to its end gives up after this many failed steps in a row.
+MAX_STEP_FAILURES = 30
 
 
 @dataclass
@@ -77,6 +80,7 @@ class InProcRuntime:
         self._metric: dict[str, float] | None = None
         self.episodes: list[EpisodeEnd] = []
         self.steps = 0
+        self._failures = 0
 
     # ------------------------------------------------------------------ properties
 
@@ -159,6 +163,11 @@ class InProcRuntime:
         while not ep.over and (max_hold_steps is None or ep.held < max_hold_steps):
             ep.held += 1
             self._advance()
+            if self._failures >= MAX_STEP_FAILURES:
+                ep.over = True
+                ep.ended_by = "error"
+                ep.notes.append(f"{self._failures} simulator steps in a row failed; the "
+                                "episode cannot be held to its end")
         self._events()
         notices = [{"kind": n.kind, "worker_id": n.worker_id, **n.data}
                    for n in self._take_notices()]
@@ -190,8 +199,11 @@ class InProcRuntime:
                 self._end(ep, "", final=True)
                 self._finish_all()
                 return None
-            self._notices.append(BridgeNotice("step_failed", data={"error": exc.to_dict()}))
+            self._failures += 1
+            self._notices.append(BridgeNotice("step_failed", data={
+                "error": exc.to_dict(), "failures_in_a_row": self._failures}))
             return None
+        self._failures = 0
         self.steps += 1
         obs = result.observation
         if obs.reset:

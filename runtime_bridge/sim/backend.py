@@ -12,6 +12,7 @@ holds the final ``{task: mean success}``). Rollovers and the final metric are al
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from harness_bt.bridge import BridgeNotice
@@ -83,9 +84,13 @@ class SimBackend:
 
 def make_backend(dt: float = 1.0 / 30.0, *, config: SimConfig | None = None) -> SimBackend:
     """The hook of :func:`runtime_bridge.backends.backend_from_spec` (``--backend sim``): a
-    built-in simulator stepping ``dt`` seconds per control step."""
-    config = config or SimConfig()
+    built-in simulator stepping ``dt`` seconds per control step. Without ``config`` it stands
+    in for a robot: the pick_cube scene, one episode that does not end on its own, one modest
+    front camera."""
+    from runtime_bridge.sim.config import parse_camera_spec
+
+    config = config or SimConfig(num_steps=2**31 - 1, success_hold_steps=2**31 - 1,
+                                 cameras=(parse_camera_spec("front:256x192:fov=40"),))
     if abs(config.control_dt - dt) > 1e-12:
-        from dataclasses import replace
         config = replace(config, control_dt=dt)
     return SimBackend(config)

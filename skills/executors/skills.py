@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 OPEN_WIDTH = 0.08
+GUARDED_M = 0.05  # the last part of a placing descent goes slowly
 TURN_RATE = math.radians(90.0)  # hand rotation, radians per second
 
 
@@ -141,8 +142,9 @@ class ReleaseExecutor(SegmentExecutor):
 
 
 class PlaceExecutor(SegmentExecutor):
-    """``place``: over the target at the carrying height, lower (stopping early on contact),
-    open, let go, back off upwards."""
+    """``place``: over the target at the carrying height, down to ``GUARDED_M`` above the
+    release point, lower slowly the rest of the way (both stop early on contact), open, let go,
+    back off upwards."""
 
     skill = "place"
     params_model = PlaceParams
@@ -161,10 +163,13 @@ class PlaceExecutor(SegmentExecutor):
             out.append(CartesianMove("rise", up, None, step_m=step, tolerance_m=0.015,
                                      planned_from=here))
             here = up
+        near = low + np.array([0.0, 0.0, GUARDED_M])
         out += [
             CartesianMove("over", over, None, step_m=step, tolerance_m=0.008, planned_from=here),
+            CartesianMove("down", near, None, step_m=step, tolerance_m=0.01, guard=True,
+                          planned_from=over),
             CartesianMove("lower", low, None, step_m=self.per_step(p.lower_speed_mps),
-                          tolerance_m=0.006, guard=True, planned_from=over),
+                          tolerance_m=0.006, guard=True, planned_from=near),
             Fingers("open", OPEN_WIDTH, planned_from=0.04),
             Dwell("let go", 3),
             CartesianMove("back off", low + np.array([0.0, 0.0, p.retreat_m]), None,

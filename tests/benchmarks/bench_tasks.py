@@ -95,6 +95,7 @@ def main() -> int:
                 "success": report.success_rate or 0.0, "sim": report.sim_success_rate or 0.0,
                 "oracle": base, "false": report.false_success_count,
                 "unknown": report.unknown_count / max(n, 1),
+                "looks": sum(e.unknown_verdicts for e in report.episodes) / max(n, 1),
                 "retries": sum(e.retries for e in report.episodes) / max(n, 1),
                 "recoveries": sum(e.recoveries for e in report.episodes) / max(n, 1),
                 "sim_s": sum(e.sim_time_s for e in report.episodes) / max(n, 1),
@@ -110,10 +111,15 @@ def main() -> int:
                                     f"not succeeded: {e.details.get('command_reasons')}")
             print(f"  {task}/{condition}: {n} episodes in {wall:.0f} s", file=sys.stderr)
     header = (f"{'task':15} {'cond':6} {'n':>3} {'success':>8} {'sim':>6} {'oracle':>7} "
-              f"{'ratio':>6} {'false':>5} {'unknown':>7} {'retry':>6} {'recov':>6} "
+              f"{'ratio':>6} {'false':>5} {'unknown':>7} {'unk.v':>6} {'retry':>6} {'recov':>6} "
               f"{'sim s':>6} {'wall s':>6} {'p50 ms':>7} {'p99 ms':>7}  faults fired / target")
     print(header)
     print("-" * len(header))
+    legend = ("success: the task's own evaluation; sim: the simulator's metric; oracle: the "
+              "scripted ground-truth picker on the same seeds (ratio = success / oracle); false: "
+              "harness SUCCEEDED but simulator failed; unknown: episodes ending unknown; unk.v: "
+              "UNKNOWN verdict looks per episode; retry / recov: per episode; sim s / wall s: "
+              "per episode; p50 / p99: decision latency (wall)")
     ok = True
     for r in rows:
         ratio = r["success"] / r["oracle"] if r["oracle"] else float("nan")
@@ -124,11 +130,13 @@ def main() -> int:
             verdict = f"target >= {r['target']:.0%}: {'met' if met else 'NOT MET'}"
         print(f"{r['task']:15} {r['condition']:6} {r['n']:>3} {r['success']:>8.0%} "
               f"{r['sim']:>6.0%} {r['oracle']:>7.0%} {ratio:>6.2f} {r['false']:>5} "
-              f"{r['unknown']:>7.0%} {r['retries']:>6.2f} {r['recoveries']:>6.2f} "
+              f"{r['unknown']:>7.0%} {r['looks']:>6.2f} {r['retries']:>6.2f} "
+              f"{r['recoveries']:>6.2f} "
               f"{r['sim_s']:>6.1f} {r['wall_s']:>6.1f} {r['p50'] or 0:>7.2f} "
               f"{r['p99'] or 0:>7.2f}  {r['fired'] or '-'} {verdict}"
               + (f" [{r['mismatch']} inferred simulator verdicts differ from its records]"
                  if r["mismatch"] else ""))
+    print(legend)
     if failures:
         print("\nepisodes that did not succeed (or whose simulator verdict is not success):")
         for f in failures:
