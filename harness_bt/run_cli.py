@@ -179,7 +179,8 @@ def run(
     graph: Path = typer.Option(None, "--graph", help="Execution graph (SVG), where the "
                                "renderer is installed."),
     camera: list[str] = typer.Option(None, "--camera", help="Built-in simulator camera spec, "
-                                     "repeatable (default front:256x192:fov=40)."),
+                                     "repeatable (default: a front and a front-left camera at "
+                                     "256x192, rendered in turn)."),
     bridge: str = typer.Option("inproc", "--bridge", help="Runtime (harness_bt.bridges)."),
     perception: str = typer.Option(None, "--perception", help="Perception "
                                    "(harness_bt.perception; default: the only one)."),

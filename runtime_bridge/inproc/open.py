@@ -19,8 +19,11 @@ __all__ = ["DEFAULT_CAMERAS", "DEFAULT_HOLD_STEPS", "EXECUTOR_GROUP", "executors
            "open_runtime"]
 
 EXECUTOR_GROUP = "harness_bt.executors"
-#: One front camera at a modest resolution: software rendering is the simulator's bottleneck.
-DEFAULT_CAMERAS = ("front:256x192:fov=40",)
+#: Two viewpoints at a modest resolution, rendered one per step in turn (software rendering is
+#: the simulator's bottleneck): an occluded or self-occluded view is answered a step later by
+#: the other camera.
+DEFAULT_CAMERAS = ("front:256x192:fov=40",
+                   "left:256x192:eye=0.85,-0.6,0.55:target=0.5,0,0.05:fov=45")
 #: The built-in simulator ends a successful episode once success has held this long (3 s), so
 #: the harness can judge the result itself before the episode rolls over.
 DEFAULT_HOLD_STEPS = 90
@@ -69,7 +72,8 @@ def _faults(faults: dict[str, float]) -> Any:
 def open_runtime(options: RunOptions) -> InProcRuntime:
     """The runtime ``options`` ask for (see the module docstring). ``options.extra`` may hold
     ``executors`` (a factory spec), ``num_steps`` (per episode, built-in simulator; for a
-    server, overrides what it reports) and ``success_hold_steps`` (built-in simulator)."""
+    server, overrides what it reports), ``success_hold_steps`` and ``render`` (built-in
+    simulator: ``round_robin``, the default, or ``all``)."""
     extra = dict(options.extra)
     executors = executors_from(extra.get("executors"))
     if options.sim_url:
@@ -94,5 +98,6 @@ def open_runtime(options: RunOptions) -> InProcRuntime:
         cameras=tuple(parse_camera_spec(c) for c in (options.cameras or DEFAULT_CAMERAS)),
         faults=_faults(dict(options.faults)),
         success_hold_steps=int(extra.get("success_hold_steps", DEFAULT_HOLD_STEPS)),
+        render=str(extra.get("render", "round_robin")),
     )
     return InProcRuntime(SimBackend(config), executors)
