@@ -160,6 +160,9 @@ def render_summary(report: RunReport, console: Console) -> None:
         f"{data['sim_time_s']:.1f} s in {data['wall_s']:.1f} s wall; decision latency "
         f"p50 {_fmt(lat['p50'], ' ms', 2)}, p99 {_fmt(lat['p99'], ' ms', 2)}"
         + (f"; simulator's final metric {data['final_metric']}" if data["final_metric"] else ""))
+    if report.final_metric_agrees is False:
+        console.print("[yellow]note:[/] the simulator's final metric differs from the verdicts "
+                      "read from how each episode ended (did the server run other episodes?)")
     traces = [e.trace_path for e in report.episodes if e.trace_path]
     if traces:
         console.print(f"trace: {', '.join(traces)}")

@@ -145,6 +145,18 @@ class RunReport:
     def unknown_count(self) -> int:
         return sum(e.unknown for e in self.episodes)
 
+    @property
+    def final_metric_agrees(self) -> bool | None:
+        """Whether the simulator's final metric for this task equals the mean of the
+        per-episode verdicts read from how each episode ended (None: nothing to compare)."""
+        if not self.final_metric or self.task not in self.final_metric or not self.episodes:
+            return None
+        verdicts = [e.sim_success for e in self.episodes]
+        if any(v is None for v in verdicts):
+            return None
+        mean = sum(bool(v) for v in verdicts) / len(verdicts)
+        return abs(mean - float(self.final_metric[self.task])) < 1e-9
+
     def decision_latency_s(self) -> list[float]:
         return [v for e in self.episodes for v in e.decision_latency_s]
 
@@ -167,6 +179,7 @@ class RunReport:
             "decision_latency_ms": {"p50": _ms(percentile(lat, 50)),
                                     "p99": _ms(percentile(lat, 99)), "n": len(lat)},
             "final_metric": None if self.final_metric is None else dict(self.final_metric),
+            "final_metric_agrees": self.final_metric_agrees,
             "options": {"task": self.options.task, "sim_url": self.options.sim_url,
                         "episodes": self.options.episodes, "seed": self.options.seed,
                         "faults": dict(self.options.faults),

@@ -48,9 +48,7 @@ MAX_STEP_FAILURES = 30
 @dataclass
 class _Episode:
     index: int
-    first_timestep: int
     last_timestep: int
-    steps: int = 0
     over: bool = False
     ended_by: str = ""
     final: bool = False
@@ -149,7 +147,7 @@ class InProcRuntime:
                     return None
                 raise exc
         self._index += 1
-        self._episode = _Episode(self._index, obs.timestep, obs.timestep)
+        self._episode = _Episode(self._index, obs.timestep)
         self._events()  # what happened before this episode is nobody's news
         self._pending = [obs]
         return EpisodeStart(self._index, obs.instruction, obs.worker_id,
@@ -210,7 +208,6 @@ class InProcRuntime:
             self._next_first = obs
             self._end(ep, "")
             return None
-        ep.steps += 1
         ep.last_timestep = obs.timestep
         return obs
 

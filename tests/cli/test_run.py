@@ -48,7 +48,7 @@ def test_pick_cube_over_http_succeeds_and_the_simulator_agrees(
     assert episode["reason"] == "done" and episode["sim_ended_by"] == "success"
     assert episode["phases_visited"][:4] == ["observe", "approach", "grasp", "evaluate"]
     assert episode["decision_latency_ms"]["n"] >= 3
-    assert report["final_metric"] == {"pick_cube": 1.0}
+    assert report["final_metric"] == {"pick_cube": 1.0} and report["final_metric_agrees"]
     events = [json.loads(line) for line in trace.read_text().splitlines()]
     verdicts = [e["data"] for e in events if e["kind"] == "verdict" and e["data"]["final"]]
     assert verdicts[-1]["verdict"] == "SUCCEEDED"
