@@ -117,7 +117,9 @@ class _LiveView:
             progress = rec.progress
             style = "green" if rec.state is CommandState.SUCCEEDED else \
                 "yellow" if rec.state in _OPEN else "red"
-            table.add_row(rec.command_id.split("/", 1)[-1], rec.command.skill,
+            parts = rec.command_id.split("/")
+            table.add_row(f"{parts[1]} {parts[-1]}" if len(parts) > 2 else rec.command_id,
+                          rec.command.skill,
                           Text(rec.state.value, style=style),
                           "" if progress is None else f"{progress:.3f}")
         return Group(head, nodes, table)

@@ -71,7 +71,13 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--tasks", default="pick_cube,pick_and_place")
     parser.add_argument("--conditions", default="clean,faults")
+    parser.add_argument("--faults", default=None,
+                        help="fault rates of the 'faults' condition (default "
+                             "slip=0.3,nudge=0.3,occlude=0.2)")
     args = parser.parse_args()
+    if args.faults:
+        FAULTS.clear()
+        FAULTS.update({k: float(v) for k, v in (p.split("=") for p in args.faults.split(","))})
     rows = []
     failures = []
     for task in args.tasks.split(","):
