@@ -6,7 +6,8 @@ For every (task, condition) it prints the task's own success rate beside the sim
 metric, false successes (harness SUCCEEDED, simulator failed), unknowns, retries, recoveries,
 time and decision latency, and the faults the simulator fired. The baseline, measured in the
 same run on the same seeds, is the simulator's scripted oracle (it reads ground truth and has
-no recovery): the ratio shows what perception, evaluation and recovery cost or buy.
+no recovery) under the same fault rates: the ratio shows what perception, evaluation and
+recovery cost or buy.
 
 Ground truth is read here only, after each run, to cross-check the simulator's verdict as the
 runtime inferred it (episode ended early = success) against the simulator's own records.
@@ -31,16 +32,18 @@ from harness_bt.episodes import RunOptions  # noqa: E402
 from harness_bt.session import RunReport, percentile, run_episodes  # noqa: E402
 from harness_bt.tasks import load_task  # noqa: E402
 from runtime_bridge.inproc import open_runtime  # noqa: E402
-from runtime_bridge.sim import ScriptedPicker, SimConfig, SimEnv  # noqa: E402
+from runtime_bridge.sim import FaultRates, ScriptedPicker, SimConfig, SimEnv  # noqa: E402
 
 FAULTS = {"slip": 0.3, "nudge": 0.3, "occlude": 0.2}
 TARGETS = {("pick_cube", "clean"): 0.95, ("pick_and_place", "clean"): 0.90,
            ("pick_cube", "faults"): 0.80, ("pick_and_place", "faults"): 0.80}
 
 
-def oracle(task: str, episodes: int, seed: int) -> float:
-    """Success rate of the scripted ground-truth picker on the same seeds (no cameras)."""
-    cfg = SimConfig(tasks=(task,), episodes=episodes, seed=seed, cameras=())
+def oracle(task: str, episodes: int, seed: int, faults: dict[str, float]) -> float:
+    """Success rate of the scripted ground-truth picker (no recovery) on the same seeds and
+    fault rates (no cameras, so occlusion does not apply)."""
+    cfg = SimConfig(tasks=(task,), episodes=episodes, seed=seed, cameras=(),
+                    faults=FaultRates(**faults))
     with SimEnv(cfg) as env:
         entry = env.reset()
         while entry["obs"] is not None:
@@ -81,8 +84,9 @@ def main() -> int:
     rows = []
     failures = []
     for task in args.tasks.split(","):
-        base = oracle(task, args.episodes, args.seed)
         for condition in args.conditions.split(","):
+            base = oracle(task, args.episodes, args.seed,
+                          FAULTS if condition == "faults" else {})
             began = time.perf_counter()
             report, truth = run(task, condition, args.episodes, args.seed)
             wall = time.perf_counter() - began
@@ -122,10 +126,10 @@ def main() -> int:
     print(header)
     print("-" * len(header))
     legend = ("success: the task's own evaluation; sim: the simulator's metric; oracle: the "
-              "scripted ground-truth picker on the same seeds (ratio = success / oracle); false: "
-              "harness SUCCEEDED but simulator failed; unknown: episodes ending unknown; unk.v: "
-              "UNKNOWN verdict looks per episode; retry / recov: per episode; sim s / wall s: "
-              "per episode; p50 / p99: decision latency (wall)")
+              "scripted ground-truth picker, no recovery, same seeds and fault rates (ratio = "
+              "success / oracle); false: harness SUCCEEDED but simulator failed; unknown: "
+              "episodes ending unknown; unk.v: UNKNOWN verdict looks per episode; retry / recov: "
+              "per episode; sim s / wall s: per episode; p50 / p99: decision latency (wall)")
     ok = True
     for r in rows:
         ratio = r["success"] / r["oracle"] if r["oracle"] else float("nan")
