@@ -46,7 +46,7 @@ system-deps:
 	  fi; }
 
 demo: setup
-	$(BIN)/harness demo
+	$(BIN)/harness run trees/pick_and_place.yaml
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -9,6 +9,7 @@ from importlib.metadata import entry_points
 import typer
 from rich.console import Console
 
+from harness_bt import run_cli
 from harness_bt._version import __version__
 from harness_bt.errors import HarnessError
 
@@ -85,6 +86,7 @@ app.command("schema")(_spec_cli.schema)
 app.command("import-xml")(_spec_cli.import_xml)
 app.command("viz")(_viz_cli.viz)
 app.command("replay")(_viz_cli.replay)
+app.command("run")(run_cli.run)
 
 
 def _load_plugins() -> None:

@@ -218,15 +218,18 @@ def _validate(name: str, item: Any) -> None:
 
 class EvaluatorRegistry(Registry[EvaluatorFn]):
     """Evaluator name -> callable. Built with ``object_held``, ``object_on``,
-    ``object_visible``, ``gripper_open`` and ``ee_at`` unless ``builtins=False``."""
+    ``object_visible``, ``gripper_open`` and ``ee_at`` unless ``builtins=False``;
+    ``entry_points=True`` also loads the ``harness_bt.evaluators`` group."""
 
-    def __init__(self, *, builtins: bool = True) -> None:
+    def __init__(self, *, builtins: bool = True, entry_points: bool = False) -> None:
         super().__init__("evaluator", validate=_validate)
         if builtins:
             for name, fn in (("object_held", object_held), ("object_on", object_on),
                              ("object_visible", object_visible), ("gripper_open", gripper_open),
                              ("ee_at", ee_at)):
                 self.register(name, fn, origin="harness_bt.evaluation")
+        if entry_points:
+            self.load_entry_points("harness_bt.evaluators")
 
     def evaluate(self, postconditions: Sequence[Postcondition], observation: Observation,
                  world: WorldView) -> EvaluationResult:

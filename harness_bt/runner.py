@@ -69,8 +69,9 @@ class TaskRunner:
 
     Construction builds one tree per atomic phase and binds every node (unknown skills and
     evaluators are reported here, all at once). Nothing is sent until the first :meth:`tick`.
-    Without ``skills`` / ``nodes`` the registries are filled from the ``harness_bt.skills`` /
-    ``harness_bt.nodes`` entry points; evaluators default to the built-ins.
+    Without ``skills`` / ``nodes`` / ``evaluators`` the registries are filled from the
+    ``harness_bt.skills`` / ``harness_bt.nodes`` / ``harness_bt.evaluators`` entry points
+    (evaluators: the built-ins too).
     ``trace`` is a path (JSONL), a :class:`Trace`, or None (in memory only).
     """
 
@@ -121,7 +122,8 @@ class TaskRunner:
         self.context = RunContext(
             task_id=self.task_id, run_id=self.run_id, robot_id=robot_id, ledger=self.ledger,
             bridge=bridge, clock=self.clock, world=self.world, skills=self.skills,
-            evaluators=evaluators if evaluators is not None else EvaluatorRegistry(),
+            evaluators=evaluators if evaluators is not None else EvaluatorRegistry(
+                entry_points=True),
             budget=(budget or task.budget).copy(),
             breakers=breakers or BreakerBoard(), trace=self.trace, seed=seed,
         )

@@ -53,7 +53,9 @@ class Backend(Protocol):
     """A robot or simulator the host drives (Franka + Panda hand, GenManip actions).
 
     ``reset`` starts an episode and returns its first observation; ``step`` applies one action
-    dict (see :mod:`runtime_bridge.merge`) and returns the next observation. Holding is an
+    dict (see :mod:`runtime_bridge.merge`) and returns the next observation. A simulator that
+    ends an episode inside a step returns the next episode's first observation (``reset``
+    True); one with no episode left raises ``BridgeError`` code ``EPISODES_DONE``. Holding is an
     ordinary action (zero ee delta, identity rotation, the last gripper target), so a backend
     needs nothing else for it. ``control_period_s`` is the time one step stands for.
     """
@@ -316,20 +318,39 @@ class ExecutorHost:
             try:
                 obs = self.backend.step(merged.action)
             except Exception as exc:
+                ended = isinstance(exc, BridgeError) and exc.code == "EPISODES_DONE"
                 with self._lock:
                     for live in list(self._active.values()):
                         if live.started_at is not None:
-                            self._finish(live, RS.ABORTED, f"{R.BACKEND_ERROR}: {exc}",
-                                         EventKind.ABORTED)
+                            self._finish(live, RS.ABORTED, f"{R.EPISODE_ENDED}: {exc}" if ended
+                                         else f"{R.BACKEND_ERROR}: {exc}", EventKind.ABORTED)
                     self._flush()
                 raise BridgeError("BACKEND_ERROR", f"the backend failed a step: {exc}",
                                   fix="check the simulator / robot; running commands were "
                                   "aborted") from exc
             with self._lock:
                 self._observation = obs
+                if obs.reset:
+                    events += self._episode_ended(obs)
                 if now - self._last_purge >= self.config.purge_interval_s:
                     self._purge(now)
             return StepResult(merged.action, obs, events)
+
+    def _episode_ended(self, obs: Observation) -> tuple[CommandEvent, ...]:
+        """A step answered with the first observation of a new episode (a GenManip server ends
+        an episode inside ``/step``): the world the active commands were planned for is gone.
+        They end at once (started: ABORTED, not started: REJECTED, reason ``EPISODE_ENDED``),
+        and the gripper target follows the new episode's fingers."""
+        self._merger.reset(obs)
+        for live in list(self._active.values()):
+            started = live.started_at is not None
+            self._finish(live, RS.ABORTED if started else RS.REJECTED,
+                         f"{R.EPISODE_ENDED}: the episode ended; the step answered with the "
+                         f"first observation of the next one", EventKind.ABORTED if started
+                         else EventKind.REJECTED)
+        ended = tuple(self._staged)
+        self._flush()
+        return ended
 
     def _protect(self, now: float) -> None:
         for live in list(self._active.values()):

@@ -33,6 +33,7 @@ class RuntimeReason(StrEnum):
     EXECUTION_TIMEOUT = "EXECUTION_TIMEOUT"  # ran past its execution timeout
     STOP_FORCED = "STOP_FORCED"  # the executor did not confirm a stop in time: held by force
     RUNTIME_RESTARTED = "RUNTIME_RESTARTED"  # it was active when the runtime died
+    EPISODE_ENDED = "EPISODE_ENDED"  # the simulator ended the episode it was running in
     ALREADY_FINISHED = "ALREADY_FINISHED"  # a cancel for a command that had already finished
     UNKNOWN_COMMAND = "UNKNOWN_COMMAND"  # no record with that id
 

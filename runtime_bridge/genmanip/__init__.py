@@ -7,6 +7,7 @@ from runtime_bridge.genmanip.actions import (
     ValidatedAction,
     validate_action,
 )
+from runtime_bridge.genmanip.backend import GenManipBackend, make_backend
 from runtime_bridge.genmanip.client import (
     GenManipClient,
     StepOutcomeUnknown,
@@ -22,6 +23,7 @@ __all__ = [
     "ActionError",
     "ControlType",
     "Embodiment",
+    "GenManipBackend",
     "GenManipClient",
     "ServerThread",
     "StepOutcomeUnknown",
@@ -31,6 +33,7 @@ __all__ = [
     "WorkerEnv",
     "WorkerResult",
     "create_app",
+    "make_backend",
     "observation_from_wire",
     "observation_to_wire",
     "validate_action",

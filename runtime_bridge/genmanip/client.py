@@ -147,11 +147,25 @@ class GenManipClient:
 
     def info(self) -> dict[str, Any] | None:
         """``GET /harness/info`` of a harness-bt server; None from any other server."""
+        return self._get_json("/harness/info")
+
+    def sim_info(self) -> dict[str, Any] | None:
+        """``GET /harness/sim`` of the built-in simulator (tasks, episodes, ``num_steps``,
+        ``success_hold_steps``, cameras); None from any other server."""
+        return self._get_json("/harness/sim")
+
+    def _get_json(self, route: str) -> dict[str, Any] | None:
         try:
-            r = self._http.get("/harness/info", timeout=self.timeouts.health)
+            r = self._http.get(route, timeout=self.timeouts.health)
         except httpx.HTTPError:
             return None
-        return r.json() if r.status_code == 200 else None
+        if r.status_code != 200:
+            return None
+        try:
+            data = r.json()
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else None
 
     def create_workers(self) -> None:
         self._json("/create_workers", self.timeouts.create_workers)

@@ -74,11 +74,14 @@ class CameraRig:
         return eye, _look_at(eye, np.array(spec.target, dtype=np.float64),
                              np.array(spec.up, dtype=np.float64))
 
-    def render(self, occluded: dict[str, tuple[int, int, int, int]] | None = None
-               ) -> dict[str, Any]:
-        """``{name: {"rgb", "depth", "intrinsics_matrix", "p", "q"}}`` for every camera."""
+    def render(self, occluded: dict[str, tuple[int, int, int, int]] | None = None,
+               only: set[str] | None = None) -> dict[str, Any]:
+        """``{name: {"rgb", "depth", "intrinsics_matrix", "p", "q"}}`` for every camera (or
+        for the cameras named in ``only``)."""
         out: dict[str, Any] = {}
         for spec in self.specs:
+            if only is not None and spec.name not in only:
+                continue
             eye, rot = self.pose(spec)
             forward, down = rot[:, 2], rot[:, 1]
             view = self.scene.client.computeViewMatrix(

@@ -45,6 +45,11 @@ def serve(
     fault_drop: float = typer.Option(0.0, help="Per-/step probability: drop the answer."),
     fault_delay: float = typer.Option(0.0, help="Per-/step probability: delay the answer."),
     delay_s: float = typer.Option(0.5, help="How long a delayed answer waits (seconds)."),
+    success_hold_steps: int = typer.Option(None, help="Steps the success condition must hold "
+                                           "before the episode ends (default: the task's own; "
+                                           "harness runs use 90)."),
+    render: str = typer.Option("all", help="all: every camera every step; round_robin: one "
+                               "camera per step in turn."),
 ) -> None:
     """Serve the GenManip HTTP routes (/create_workers, /reset, /step, /kill; GET /docs)."""
     import uvicorn
@@ -56,6 +61,7 @@ def serve(
         cameras=_cameras(camera, "front:640x480"),
         faults=FaultRates(nudge=fault_nudge, slip=fault_slip, occlude=fault_occlude,
                           drop=fault_drop, delay=fault_delay, delay_s=delay_s),
+        success_hold_steps=success_hold_steps, render=render,
     )
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         typer.secho(f"warning: listening on {host} without --token: anyone who can reach the "

@@ -142,7 +142,18 @@ class FaultRates:
 
 @dataclass(frozen=True, slots=True)
 class SimConfig:
-    """What one simulator worker runs: tasks x seeds episodes of ``num_steps`` steps each."""
+    """What one simulator worker runs: tasks x seeds episodes of ``num_steps`` steps each.
+
+    ``success_hold_steps``: when set, an episode counts as a success (and ends) only once the
+    task's success condition has held for that many consecutive steps (instead of the task's
+    own few). A controller that judges its result itself needs that time before the episode
+    rolls over; a longer hold only makes the metric stricter.
+
+    ``render``: ``all`` renders every camera in every observation (upstream); ``round_robin``
+    renders one camera per step in turn (every camera on an episode's first observation), so
+    ``camera_data`` holds a subset of the cameras: several viewpoints for the rendering cost
+    of one (software rendering is the simulator's bottleneck).
+    """
 
     tasks: tuple[str, ...] = ("pick_cube",)
     episodes: int = 1
@@ -152,8 +163,18 @@ class SimConfig:
     faults: FaultRates = field(default_factory=FaultRates)
     substeps: int = 8
     control_dt: float = 1.0 / 30.0
+    success_hold_steps: int | None = None
+    render: str = "all"
 
     def __post_init__(self) -> None:
+        if self.render not in ("all", "round_robin"):
+            raise DefinitionError("BAD_SIM_CONFIG", f"render={self.render!r} must be 'all' or "
+                                  "'round_robin'", fix="use render='round_robin' to render one "
+                                  "camera per step")
+        if self.success_hold_steps is not None and self.success_hold_steps < 1:
+            raise DefinitionError("BAD_SIM_CONFIG", f"success_hold_steps="
+                                  f"{self.success_hold_steps} must be >= 1 (or None for the "
+                                  "task's own)", fix="use e.g. 90 (3 s)")
         if not self.tasks:
             raise DefinitionError("BAD_SIM_CONFIG", "no task given", fix="pass --task pick_cube")
         if self.episodes < 1 or self.num_steps < 1 or self.substeps < 1:

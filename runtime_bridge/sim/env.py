@@ -142,7 +142,7 @@ class SimEnv:
         rng = np.random.default_rng([spec.seed, spec.index])
         self.scene.load(self.task.layout(rng))
         self.timestep = 0
-        self.progress = TaskProgress()
+        self.progress = TaskProgress(hold_steps=self.config.success_hold_steps)
         self.faults = FaultInjector(self.config.faults,
                                     np.random.default_rng([spec.seed, spec.index, 0xFA17]),
                                     self.task.target)
@@ -173,12 +173,20 @@ class SimEnv:
             self.last_ik_ok = self.scene.arm.command_ee_delta(arm.translation, arm.rotation_wxyz,
                                                               arm.gripper).ok
 
+    def _rendered(self, reset: bool) -> set[str] | None:
+        """Which cameras this observation renders: all, or (``render="round_robin"``) one per
+        step in turn, all of them on an episode's first observation."""
+        cams = self.config.cameras
+        if self.config.render == "all" or reset or not cams:
+            return None
+        return {cams[self.timestep % len(cams)].name}
+
     def _observe(self, *, reset: bool) -> dict[str, Any]:
         assert self.task is not None and self.faults is not None
         occluded = self.faults.occlusions(self.config.cameras, self.timestep)
         tcp_p, tcp_q = self.scene.arm.tcp_pose()
         return {
-            "camera_data": self.cameras.render(occluded),
+            "camera_data": self.cameras.render(occluded, self._rendered(reset)),
             "instruction": self.task.instruction,
             "joint_position_state": self.scene.arm.joint_state(),
             "ee_pose_state": [tcp_p, tcp_q],

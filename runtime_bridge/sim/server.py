@@ -34,4 +34,16 @@ def create_sim_app(config: SimConfig | None = None, *, token: str | None = None,
                      transport_faults=faults, delay_s=rates.delay_s,
                      drop_hold_s=rates.drop_hold_s, title="harness-bt PyBullet Franka simulator")
     app.state.episode_book = book
+
+    @app.get("/harness/sim")
+    async def sim_info() -> dict[str, object]:
+        """The simulator's configuration (episodes, steps per episode, cameras, faults)."""
+        return {"tasks": list(config.tasks), "episodes": config.episodes,
+                "num_steps": config.num_steps, "seed": config.seed,
+                "success_hold_steps": config.success_hold_steps, "render": config.render,
+                "control_dt": config.control_dt,
+                "cameras": [f"{c.name}:{c.width}x{c.height}" for c in config.cameras],
+                "faults": {k: getattr(rates, k) for k in ("nudge", "slip", "occlude", "drop",
+                                                           "delay")}}
+
     return app

@@ -20,10 +20,16 @@ MIN_SEPARATION = 0.11
 
 @dataclass
 class TaskProgress:
-    """Per-episode bookkeeping a task keeps between steps (consecutive-success count...)."""
+    """Per-episode bookkeeping a task keeps between steps (consecutive-success count...).
+    ``hold_steps`` (when set) replaces the task's own count of consecutive steps its success
+    condition must hold (``SimConfig.success_hold_steps``)."""
 
     streak: int = 0
     info: dict[str, object] = field(default_factory=dict)
+    hold_steps: int | None = None
+
+    def held(self, task_hold_steps: int) -> bool:
+        return self.streak >= (self.hold_steps or task_hold_steps)
 
 
 class SimTask(Protocol):
@@ -79,7 +85,7 @@ class PickCube:
         ok = lifted >= self.lift and scene.held(self.target)
         progress.streak = progress.streak + 1 if ok else 0
         progress.info["lifted_m"] = round(float(lifted), 4)
-        return 1.0 if progress.streak >= self.hold_steps else 0.0
+        return 1.0 if progress.held(self.hold_steps) else 0.0
 
 
 class PickAndPlace:
@@ -109,7 +115,7 @@ class PickAndPlace:
         ok = inside and low and free and still
         progress.streak = progress.streak + 1 if ok else 0
         progress.info["in_tray"] = bool(inside and low)
-        return 1.0 if progress.streak >= self.hold_steps else 0.0
+        return 1.0 if progress.held(self.hold_steps) else 0.0
 
 
 def default_tasks() -> Registry[SimTask]:

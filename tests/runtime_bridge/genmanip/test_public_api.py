@@ -8,10 +8,10 @@ import runtime_bridge.sim as sim
 
 def test_genmanip_exports() -> None:
     assert sorted(genmanip.__all__) == [
-        "ActionError", "ControlType", "Embodiment", "GenManipClient", "ServerThread",
-        "StepOutcomeUnknown", "Timeouts", "ValidatedAction", "WireError", "WorkerEnv",
-        "WorkerResult", "create_app", "observation_from_wire", "observation_to_wire",
-        "validate_action",
+        "ActionError", "ControlType", "Embodiment", "GenManipBackend", "GenManipClient",
+        "ServerThread", "StepOutcomeUnknown", "Timeouts", "ValidatedAction", "WireError",
+        "WorkerEnv", "WorkerResult", "create_app", "make_backend", "observation_from_wire",
+        "observation_to_wire", "validate_action",
     ]
     assert all(hasattr(genmanip, name) for name in genmanip.__all__)
 
@@ -19,6 +19,7 @@ def test_genmanip_exports() -> None:
 def test_sim_exports() -> None:
     assert sorted(sim.__all__) == [
         "CameraSpec", "EpisodeBook", "FaultRates", "PickAndPlace", "PickCube", "ScriptedPicker",
-        "SimConfig", "SimEnv", "SimTask", "create_sim_app", "default_tasks", "parse_camera_spec",
+        "SimBackend", "SimConfig", "SimEnv", "SimTask", "create_sim_app", "default_tasks",
+        "make_backend", "parse_camera_spec",
     ]
     assert all(hasattr(sim, name) for name in sim.__all__)

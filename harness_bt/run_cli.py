@@ -1,0 +1,264 @@
+"""``harness run TASK_FILE``: run a task against a simulator and report, per episode and
+overall, the task's own verdict beside the simulator's metric.
+
+With no option it starts the built-in simulator in-process and runs one episode; ``--sim URL``
+drives any GenManip server instead. A live view (active phase, running nodes, commands,
+budgets) shows on a terminal, unless ``--json`` asks for the machine-readable summary on
+stdout. Exit status: 0 when every episode succeeded by the task's own evaluation, 1 when some
+did not, 2 when any success was false (the simulator's metric says failed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import typer
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from harness_bt.episodes import EpisodeRuntime, RunOptions, runtime_registry
+from harness_bt.errors import DefinitionError
+from harness_bt.ledger import CommandState
+from harness_bt.phases import Task
+from harness_bt.runner import TaskRunner
+from harness_bt.session import RunReport, percentile, run_episodes
+from harness_bt.tasks import load_task
+
+__all__ = ["parse_inject", "render_summary", "run"]
+
+_OPEN = {CommandState.ACCEPTED, CommandState.RUNNING, CommandState.CANCELING,
+         CommandState.EVALUATING, CommandState.RECONCILING, CommandState.UNKNOWN}
+
+
+@contextlib.contextmanager
+def _c_stdout_to_stderr(active: bool) -> Iterator[None]:
+    """Send what native code writes to file descriptor 1 to stderr while active (PyBullet
+    prints on connect), so stdout carries only the summary (or the JSON)."""
+    if not active:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def parse_inject(text: str | None) -> dict[str, float]:
+    """``slip=0.3,nudge=0.3,occlude=0.2`` -> ``{"slip": 0.3, ...}``."""
+    out: dict[str, float] = {}
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        try:
+            rate = float(value)
+        except ValueError:
+            rate = float("nan")
+        if not sep or not name.strip() or not 0.0 <= rate <= 1.0:
+            raise DefinitionError("INVALID_INJECT", f"--inject item {part!r} is not NAME=RATE "
+                                  "with a rate between 0 and 1",
+                                  fix="write e.g. --inject slip=0.3,nudge=0.3,occlude=0.2")
+        out[name.strip()] = rate
+    return out
+
+
+class _LiveView:
+    """What the terminal shows while a run ticks (refreshed a few times per simulated second)."""
+
+    def __init__(self, console: Console, episodes: int, every: int = 5) -> None:
+        self.console = console
+        self.episodes = episodes
+        self.every = every
+        self.live = Live(console=console, refresh_per_second=8, transient=True)
+
+    def __enter__(self) -> _LiveView:
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.__exit__(None, None, None)
+
+    def __call__(self, runner: TaskRunner, index: int, runtime: EpisodeRuntime) -> None:
+        if runner.ticks % self.every == 0 or runner.phase == "finished":
+            self.live.update(self.render(runner, index))
+
+    def render(self, runner: TaskRunner, index: int) -> Group:
+        ctx = runner.context
+        budget = ctx.budget
+        left = budget.time_left(ctx.now)
+        retries = "unlimited" if budget.max_retries is None else \
+            f"{budget.retries_used}/{budget.max_retries}"
+        head = Text.assemble(
+            (f"{runner.task.name}", "bold"), f"  episode {index + 1}/{self.episodes}  ",
+            f"t={ctx.now:6.2f} s  ", f"phase: {' > '.join(runner.configuration) or runner.phase}",
+            f"  retries {retries}  time left "
+            f"{'-' if left == float('inf') else f'{left:.1f} s'}")
+        running = [path for pid, nodes in runner.status_map().items()
+                   for path, status in nodes.items() if status == "RUNNING"]
+        leaves = [p for p in running if not any(o.startswith(p + "/") for o in running)]
+        nodes = Text("running: " + (", ".join(leaves) or "-"), style="cyan")
+        table = Table(box=None, pad_edge=False, show_header=True, header_style="dim")
+        for col in ("command", "skill", "state", "progress"):
+            table.add_column(col)
+        records = [runner.ledger.get(c) for c in ctx.command_phase if c in runner.ledger]
+        for rec in records[-6:]:
+            progress = rec.progress
+            style = "green" if rec.state is CommandState.SUCCEEDED else \
+                "yellow" if rec.state in _OPEN else "red"
+            parts = rec.command_id.split("/")
+            table.add_row(f"{parts[1]} {parts[-1]}" if len(parts) > 2 else rec.command_id,
+                          rec.command.skill,
+                          Text(rec.state.value, style=style),
+                          "" if progress is None else f"{progress:.3f}")
+        return Group(head, nodes, table)
+
+
+def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}{unit}"
+
+
+def render_summary(report: RunReport, console: Console) -> None:
+    """Per-episode table and the overall figures."""
+    table = Table(title=f"harness run {report.task}: {len(report.episodes)} episode(s)")
+    for col in ("ep", "seed", "harness", "simulator", "retries", "recov.", "unknown",
+                "cmds", "sim s", "wall s", "decision p50/p99 ms"):
+        table.add_column(col, justify="right" if col not in ("harness", "simulator") else "left")
+    for e in report.episodes:
+        sim = f"? ({e.sim_ended_by})" if e.sim_success is None else \
+            "[green]success[/]" if e.sim_success else "[red]failed[/]"
+        harness = f"[green]{e.reason}[/]" if e.succeeded else f"[red]{e.reason}[/]"
+        if e.false_success:
+            harness += " [bold red]FALSE SUCCESS[/]"
+        lat = [v * 1000 for v in e.decision_latency_s]
+        table.add_row(str(e.index), str(e.seed), harness, sim, str(e.retries),
+                      str(e.recoveries), f"{e.unknown_verdicts}/{e.unknown_commands}",
+                      str(e.commands), f"{e.sim_time_s:.1f}", f"{e.wall_s:.1f}",
+                      f"{_fmt(percentile(lat, 50))}/{_fmt(percentile(lat, 99))}")
+    console.print(table)
+    data = report.to_dict()
+    rate = report.success_rate
+    sim_rate = report.sim_success_rate
+    lat = data["decision_latency_ms"]
+    console.print(
+        f"success (task's own evaluation): [bold]{_fmt(None if rate is None else rate * 100)}%"
+        f"[/]   simulator's metric: [bold]{_fmt(None if sim_rate is None else sim_rate * 100)}%"
+        f"[/]   false successes: [bold]{report.false_success_count}[/]   unknown: "
+        f"{report.unknown_count}")
+    console.print(
+        f"retries {data['retries']}, recoveries {data['recoveries']}, unknown verdicts "
+        f"{data['unknown_verdicts']}, commands {data['commands']}, simulated "
+        f"{data['sim_time_s']:.1f} s in {data['wall_s']:.1f} s wall; decision latency "
+        f"p50 {_fmt(lat['p50'], ' ms', 2)}, p99 {_fmt(lat['p99'], ' ms', 2)}"
+        + (f"; simulator's final metric {data['final_metric']}" if data["final_metric"] else ""))
+    if report.final_metric_agrees is False:
+        console.print("[yellow]note:[/] the simulator's final metric differs from the verdicts "
+                      "read from how each episode ended (did the server run other episodes?)")
+    traces = [e.trace_path for e in report.episodes if e.trace_path]
+    if traces:
+        console.print(f"trace: {', '.join(traces)}")
+
+
+def run(
+    task_file: Path = typer.Argument(..., help="Task file: YAML (neutral form) or Python."),
+    sim: str = typer.Option(None, "--sim", help="A GenManip server URL (default: start the "
+                            "built-in simulator in-process)."),
+    episodes: int = typer.Option(1, "--episodes", min=1, help="Episodes to run."),
+    seed: int = typer.Option(0, "--seed", help="Layout seed of the first episode."),
+    inject: str = typer.Option(None, "--inject", help="Faults of the built-in simulator, e.g. "
+                               "slip=0.3,nudge=0.3,occlude=0.2."),
+    trace: Path = typer.Option(None, "--trace", help="JSONL trace (one file per episode when "
+                               "there are several: NAME.epN.jsonl)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    graph: Path = typer.Option(None, "--graph", help="Draw the execution graph of the last "
+                               "episode, coloured by how it ran (.svg, .png, .dot or .mmd)."),
+    camera: list[str] = typer.Option(None, "--camera", help="Built-in simulator camera spec, "
+                                     "repeatable (default: a front and a front-left camera at "
+                                     "256x192, rendered in turn)."),
+    bridge: str = typer.Option("inproc", "--bridge", help="Runtime (harness_bt.bridges)."),
+    perception: str = typer.Option(None, "--perception", help="Perception "
+                                   "(harness_bt.perception; default: the only one)."),
+    num_steps: int = typer.Option(None, "--num-steps", help="Steps per episode (built-in "
+                                  "simulator: default 600; a server: what it reports)."),
+) -> None:
+    """Run a task file against a simulator, episode by episode, and report honestly."""
+    task = load_task(task_file)
+    extra: dict[str, object] = {}
+    if num_steps is not None:
+        extra["num_steps"] = num_steps
+    options = RunOptions(task=task.name, sim_url=sim, episodes=episodes, seed=seed,
+                         faults=parse_inject(inject), cameras=tuple(camera) if camera else None,
+                         extra=extra)
+    if graph is not None:
+        from harness_bt.viz.render import FORMATS
+
+        if graph.suffix.lstrip(".").lower() not in FORMATS:
+            raise DefinitionError("INVALID_OPTION", f"--graph {graph}: the suffix must be one "
+                                  f"of {', '.join('.' + f for f in FORMATS)}",
+                                  fix="name it e.g. run.svg")
+    temporary = graph is not None and trace is None  # a trace only for the drawing
+    with contextlib.ExitStack() as stack:
+        if temporary:
+            import tempfile
+
+            trace = Path(stack.enter_context(tempfile.TemporaryDirectory())) / f"{task.name}.jsonl"
+        report = _run(task, options, bridge, perception, trace, as_json)
+        if graph is not None and report.episodes and report.episodes[-1].trace_path:
+            from harness_bt.viz.render import render, write
+
+            fmt = graph.suffix.lstrip(".").lower()
+            written = write(graph, render(trace=report.episodes[-1].trace_path, fmt=fmt))
+            Console(stderr=True).print(f"execution graph: {written}")
+        if temporary:  # deleted with its directory: the report does not point at it
+            report = dataclasses.replace(report, episodes=tuple(
+                dataclasses.replace(e, trace_path=None) for e in report.episodes))
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_dict()) + "\n")
+    else:
+        render_summary(report, Console() if Console().is_terminal else Console(width=140))
+    if report.false_success_count:
+        raise typer.Exit(2)
+    if not report.episodes or any(not e.succeeded for e in report.episodes):
+        raise typer.Exit(1)
+
+
+def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
+         trace: Path | None, as_json: bool) -> RunReport:
+    episodes = options.episodes
+    seed = options.seed
+    sim = options.sim_url
+    console = Console()
+    live = console.is_terminal and not as_json
+    if not console.is_terminal:
+        console = Console(width=140)  # a log or a pipe: do not wrap at 80 columns
+    factory = runtime_registry().get(bridge, where="--bridge")
+    with _c_stdout_to_stderr(True):  # native libraries print to stdout on start; keep it clean
+        runtime = factory(options)
+    try:
+        if live:
+            with _LiveView(console, episodes) as view:
+                report = run_episodes(task, options, perception=perception, trace=trace,
+                                      on_tick=view, runtime=runtime)
+        else:
+            if not as_json:
+                console.print(f"running {task.name}: {episodes} episode(s) from seed {seed}"
+                              + (f" against {sim}" if sim else " on the built-in simulator"))
+            with _c_stdout_to_stderr(True):
+                report = run_episodes(task, options, perception=perception, trace=trace,
+                                      runtime=runtime)
+    finally:
+        runtime.close()
+    return report

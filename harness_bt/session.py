@@ -1,0 +1,316 @@
+"""Running a task for several episodes against an episodic runtime: what ``harness run`` does.
+
+:func:`run_episodes` opens a runtime (an entry point of ``harness_bt.bridges``), and for each
+episode builds a fresh :class:`~harness_bt.runner.TaskRunner` (fresh ledger, world model and
+perception) on the runtime's simulation clock, ticks it once per simulator step until the task
+ends (or the simulator ends the episode first: outcome ``aborted_episode_ended``), then lets
+the runtime hold the robot until the simulator gives its own verdict. The report puts the
+task's own evaluation beside the simulator's metric; a *false success* is an episode the
+harness judged SUCCEEDED that the simulator judged failed.
+
+Decision latency here is wall time: from the moment an observation is handed to the harness
+(``poll`` returns) to the dispatch of a command the harness decided on in that tick
+(perception, world update, tree tick, contract checks, ledger).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness_bt.bridge import Ack, PollResult, RuntimeBridge, RuntimeStatus
+from harness_bt.episodes import EpisodeRuntime, RunOptions, runtime_registry
+from harness_bt.errors import DefinitionError
+from harness_bt.evaluation import EvaluatorRegistry
+from harness_bt.ledger import Command
+from harness_bt.phases import Task
+from harness_bt.registry import Registry
+from harness_bt.runner import TaskRunner
+from harness_bt.skill import SkillRegistry
+from harness_bt.world import Perception
+
+__all__ = [
+    "PERCEPTION_GROUP",
+    "EpisodeReport",
+    "RunReport",
+    "TickHook",
+    "percentile",
+    "perception_registry",
+    "run_episodes",
+]
+
+PERCEPTION_GROUP = "harness_bt.perception"
+#: Called after every tick: (runner, episode index, runtime).
+TickHook = Callable[[TaskRunner, int, EpisodeRuntime], None]
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """The ``q``-th percentile (0..100, nearest rank), None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100.0 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+@dataclass(frozen=True)
+class EpisodeReport:
+    """One episode: the task's own verdict beside the simulator's."""
+
+    index: int
+    seed: int
+    outcome: str
+    reason: str
+    sim_success: bool | None
+    sim_ended_by: str
+    retries: int
+    recoveries: int
+    unknown_verdicts: int
+    unknown_commands: int
+    commands: int
+    sim_steps: int
+    sim_time_s: float
+    wall_s: float
+    decision_latency_s: tuple[float, ...]
+    phases_visited: tuple[str, ...]
+    trace_path: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def succeeded(self) -> bool:
+        return self.outcome == "succeeded"
+
+    @property
+    def false_success(self) -> bool:
+        return self.succeeded and self.sim_success is False
+
+    @property
+    def unknown(self) -> bool:
+        return self.reason == "aborted_unknown" or self.unknown_commands > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        lat = list(self.decision_latency_s)
+        return {
+            "index": self.index, "seed": self.seed, "outcome": self.outcome,
+            "reason": self.reason, "succeeded": self.succeeded, "sim_success": self.sim_success,
+            "sim_ended_by": self.sim_ended_by, "false_success": self.false_success,
+            "unknown": self.unknown, "retries": self.retries, "recoveries": self.recoveries,
+            "unknown_verdicts": self.unknown_verdicts,
+            "unknown_commands": self.unknown_commands, "commands": self.commands,
+            "sim_steps": self.sim_steps, "sim_time_s": round(self.sim_time_s, 3),
+            "wall_s": round(self.wall_s, 3),
+            "decision_latency_ms": {"p50": _ms(percentile(lat, 50)),
+                                    "p99": _ms(percentile(lat, 99)), "n": len(lat)},
+            "phases_visited": list(self.phases_visited), "trace": self.trace_path,
+            "details": dict(self.details),
+        }
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds * 1000.0, 3)
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Every episode of a run, and the rates over them."""
+
+    task: str
+    episodes: tuple[EpisodeReport, ...]
+    final_metric: Mapping[str, float] | None
+    options: RunOptions
+
+    def _rate(self, flags: list[bool]) -> float | None:
+        return None if not flags else sum(flags) / len(flags)
+
+    @property
+    def success_rate(self) -> float | None:
+        return self._rate([e.succeeded for e in self.episodes])
+
+    @property
+    def sim_success_rate(self) -> float | None:
+        judged = [e.sim_success for e in self.episodes if e.sim_success is not None]
+        return self._rate([bool(s) for s in judged])
+
+    @property
+    def false_success_count(self) -> int:
+        return sum(e.false_success for e in self.episodes)
+
+    @property
+    def unknown_count(self) -> int:
+        return sum(e.unknown for e in self.episodes)
+
+    @property
+    def final_metric_agrees(self) -> bool | None:
+        """Whether the simulator's final metric for this task equals the mean of the
+        per-episode verdicts read from how each episode ended (None: nothing to compare)."""
+        if not self.final_metric or self.task not in self.final_metric or not self.episodes:
+            return None
+        verdicts = [e.sim_success for e in self.episodes]
+        if any(v is None for v in verdicts):
+            return None
+        mean = sum(bool(v) for v in verdicts) / len(verdicts)
+        return abs(mean - float(self.final_metric[self.task])) < 1e-9
+
+    def decision_latency_s(self) -> list[float]:
+        return [v for e in self.episodes for v in e.decision_latency_s]
+
+    def to_dict(self) -> dict[str, Any]:
+        lat = self.decision_latency_s()
+        return {
+            "task": self.task,
+            "episodes": [e.to_dict() for e in self.episodes],
+            "success_rate": self.success_rate,
+            "sim_success_rate": self.sim_success_rate,
+            "false_success_count": self.false_success_count,
+            "unknown_count": self.unknown_count,
+            "sim_unjudged_count": sum(e.sim_success is None for e in self.episodes),
+            "retries": sum(e.retries for e in self.episodes),
+            "recoveries": sum(e.recoveries for e in self.episodes),
+            "unknown_verdicts": sum(e.unknown_verdicts for e in self.episodes),
+            "commands": sum(e.commands for e in self.episodes),
+            "sim_time_s": round(sum(e.sim_time_s for e in self.episodes), 3),
+            "wall_s": round(sum(e.wall_s for e in self.episodes), 3),
+            "decision_latency_ms": {"p50": _ms(percentile(lat, 50)),
+                                    "p99": _ms(percentile(lat, 99)), "n": len(lat)},
+            "final_metric": None if self.final_metric is None else dict(self.final_metric),
+            "final_metric_agrees": self.final_metric_agrees,
+            "options": {"task": self.options.task, "sim_url": self.options.sim_url,
+                        "episodes": self.options.episodes, "seed": self.options.seed,
+                        "faults": dict(self.options.faults),
+                        "cameras": None if self.options.cameras is None
+                        else list(self.options.cameras)},
+        }
+
+
+class _TimedBridge:
+    """Passes every call through to the runtime and times observation -> dispatch (wall)."""
+
+    def __init__(self, inner: RuntimeBridge) -> None:
+        self.inner = inner
+        self.latencies: list[float] = []
+        self._observed_at: float | None = None
+
+    def dispatch(self, command: Command, *, start_budget_ms: float | None = None) -> Ack:
+        ack = self.inner.dispatch(command, start_budget_ms=start_budget_ms)
+        if self._observed_at is not None and ack.accepted and not ack.duplicate:
+            self.latencies.append(time.perf_counter() - self._observed_at)
+        return ack
+
+    def cancel(self, command_id: str) -> Ack:
+        return self.inner.cancel(command_id)
+
+    def query(self, command_id: str) -> RuntimeStatus:
+        return self.inner.query(command_id)
+
+    def poll(self) -> PollResult:
+        result = self.inner.poll()
+        if result.observations:
+            self._observed_at = time.perf_counter()
+        return result
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def perception_registry() -> Registry[Callable[[], Perception]]:
+    """Perception factories by name, from the ``harness_bt.perception`` entry points."""
+    registry: Registry[Callable[[], Perception]] = Registry("perception")
+    registry.load_entry_points(PERCEPTION_GROUP)
+    return registry
+
+
+def _only(registry: Registry[Any], name: str | None, what: str, flag: str) -> Any:
+    if name:
+        return registry.get(name, where=flag)
+    names = registry.names()
+    if len(names) == 1:
+        return registry.get(names[0])
+    raise DefinitionError(f"NO_{what.upper()}", f"{len(names)} {what}s installed "
+                          f"({', '.join(names) or 'none'}); choose one with {flag}",
+                          fix="pip install -e . registers the built-in ones" if not names
+                          else f"pass {flag} NAME")
+
+
+def _trace_path(trace: str | os.PathLike[str] | None, index: int, episodes: int) -> str | None:
+    if trace is None:
+        return None
+    path = Path(trace)
+    if episodes <= 1:
+        return str(path)
+    return str(path.with_name(f"{path.stem}.ep{index}{path.suffix or '.jsonl'}"))
+
+
+def run_episodes(
+    task: Task,
+    options: RunOptions,
+    *,
+    bridge: str = "inproc",
+    perception: str | None = None,
+    trace: str | os.PathLike[str] | None = None,
+    on_tick: TickHook | None = None,
+    max_ticks: int = 6000,
+    runtime: EpisodeRuntime | None = None,
+    skills: SkillRegistry | None = None,
+    evaluators: EvaluatorRegistry | None = None,
+) -> RunReport:
+    """Run ``task`` for ``options.episodes`` episodes (see the module docstring). ``runtime``
+    (opened by the caller, who then closes it) replaces the ``bridge`` entry point."""
+    make_perception = _only(perception_registry(), perception, "perception", "--perception")
+    skills = skills if skills is not None else SkillRegistry(entry_points=True)
+    evaluators = evaluators if evaluators is not None else EvaluatorRegistry(entry_points=True)
+    own = runtime is None
+    if runtime is None:
+        runtime = _only(runtime_registry(), bridge, "bridge", "--bridge")(options)
+    assert runtime is not None
+    run_id = uuid.uuid4().hex[:8]
+    reports: list[EpisodeReport] = []
+    try:
+        for index in range(options.episodes):
+            start = runtime.start_episode()
+            if start is None:
+                break
+            timed = _TimedBridge(runtime)
+            path = _trace_path(trace, index, options.episodes)
+            runner = TaskRunner(task, bridge=timed, clock=runtime.clock,
+                                tick_period_s=runtime.control_period_s,
+                                perception=make_perception(), skills=skills,
+                                evaluators=evaluators, run_id=f"{run_id}-ep{index}",
+                                trace=path, seed=options.seed + index)
+            began = time.perf_counter()
+            while runner.phase != "finished":
+                runner.tick()
+                if runner.phase == "running" and runtime.episode_over:
+                    runner.stop("aborted", "aborted_episode_ended")
+                elif runner.phase == "running" and runner.ticks >= max_ticks:
+                    runner.stop("max_ticks", "max_ticks")
+                if on_tick is not None:
+                    on_tick(runner, index, runtime)
+                runtime.clock.sleep(runtime.control_period_s)
+            wall = time.perf_counter() - began
+            end = runtime.finish_episode()
+            runner.close()
+            result = runner.result
+            assert result is not None
+            reports.append(EpisodeReport(
+                index=index, seed=options.seed + index, outcome=result.outcome,
+                reason=result.reason, sim_success=end.sim_success, sim_ended_by=end.ended_by,
+                retries=result.retries, recoveries=result.recoveries,
+                unknown_verdicts=result.unknown_verdicts, unknown_commands=len(result.unknowns),
+                commands=len(result.commands), sim_steps=end.steps,
+                sim_time_s=float(result.durations.get("total", 0.0)), wall_s=wall,
+                decision_latency_s=tuple(timed.latencies),
+                phases_visited=tuple(result.phases_visited), trace_path=path,
+                details={"final_state": result.final_state,
+                         "command_reasons": {k: v for k, v in result.command_reasons.items()
+                                             if result.commands[k] != "SUCCEEDED"},
+                         "sim": end.to_dict()}))
+        return RunReport(task.name, tuple(reports), runtime.final_metric(), options)
+    finally:
+        if own:
+            runtime.close()

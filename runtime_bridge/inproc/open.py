@@ -1,0 +1,103 @@
+"""``open_runtime``: the ``harness_bt.bridges`` entry point ``inproc`` (what ``harness run``
+uses): an :class:`~runtime_bridge.inproc.InProcRuntime` over the built-in simulator, or over
+the GenManip server at ``RunOptions.sim_url``, hosting the executors registered in the
+``harness_bt.executors`` entry-point group (``runtime_bridge`` never imports ``skills``)."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+from typing import Any
+
+from harness_bt.episodes import RunOptions
+from harness_bt.errors import DefinitionError
+from harness_bt.executor import ExecutorFactory
+from harness_bt.registry import did_you_mean
+from runtime_bridge.backends import load_object
+from runtime_bridge.inproc.runtime import InProcRuntime
+
+__all__ = ["DEFAULT_CAMERAS", "DEFAULT_HOLD_STEPS", "EXECUTOR_GROUP", "executors_from",
+           "open_runtime"]
+
+EXECUTOR_GROUP = "harness_bt.executors"
+#: Two viewpoints at a modest resolution, rendered one per step in turn (software rendering is
+#: the simulator's bottleneck): an occluded or self-occluded view is answered a step later by
+#: the other camera.
+DEFAULT_CAMERAS = ("front:256x192:fov=40",
+                   "left:256x192:eye=0.85,-0.6,0.55:target=0.5,0,0.05:fov=45")
+#: The built-in simulator ends a successful episode once success has held this long (3 s), so
+#: the harness can judge the result itself before the episode rolls over.
+DEFAULT_HOLD_STEPS = 90
+_SIM_FAULTS = ("nudge", "slip", "occlude")
+_TRANSPORT_FAULTS = ("drop", "delay")
+
+
+def executors_from(spec: str | None = None) -> ExecutorFactory:
+    """``package.module:factory``, an entry-point name of ``harness_bt.executors``, or (None)
+    the only factory registered there."""
+    found = {ep.name: ep for ep in entry_points(group=EXECUTOR_GROUP)}
+    if spec and ":" in spec:
+        factory: Any = load_object(spec, "executor factory")
+        return factory
+    if spec:
+        if spec not in found:
+            raise DefinitionError("UNKNOWN_EXECUTORS", f"no executor factory {spec!r} in "
+                                  f"{EXECUTOR_GROUP}; known: {', '.join(found) or 'none'}"
+                                  f"{did_you_mean(spec, list(found))}",
+                                  fix="install the package that provides it")
+        return found[spec].load()
+    if len(found) == 1:
+        return next(iter(found.values())).load()
+    raise DefinitionError("UNKNOWN_EXECUTORS", f"{len(found)} executor factories in "
+                          f"{EXECUTOR_GROUP} ({', '.join(found) or 'none installed'}); choose one",
+                          fix="pass extra={'executors': NAME} (harness run --executors NAME), or "
+                              "pip install -e . to register the skills package")
+
+
+def _faults(faults: dict[str, float]) -> Any:
+    from runtime_bridge.sim.config import FaultRates
+
+    unknown = sorted(set(faults) - set(_SIM_FAULTS) - set(_TRANSPORT_FAULTS))
+    if unknown:
+        raise DefinitionError("UNKNOWN_FAULT", f"unknown fault(s) {', '.join(unknown)}; known: "
+                              f"{', '.join(_SIM_FAULTS)}", fix="write e.g. slip=0.3,nudge=0.3")
+    transport = sorted(set(faults) & set(_TRANSPORT_FAULTS))
+    if transport:
+        raise DefinitionError("UNSUPPORTED_FAULT", f"{', '.join(transport)} are faults of the "
+                              "HTTP transport; the in-process simulator has none",
+                              fix="serve the simulator (harness sim serve --fault-drop ...) and "
+                                  "run with --sim URL")
+    return FaultRates(**{k: float(v) for k, v in faults.items()})  # type: ignore[arg-type]
+
+
+def open_runtime(options: RunOptions) -> InProcRuntime:
+    """The runtime ``options`` ask for (see the module docstring). ``options.extra`` may hold
+    ``executors`` (a factory spec), ``num_steps`` (per episode, built-in simulator; for a
+    server, overrides what it reports), ``success_hold_steps`` and ``render`` (built-in
+    simulator: ``round_robin``, the default, or ``all``)."""
+    extra = dict(options.extra)
+    executors = executors_from(extra.get("executors"))
+    if options.sim_url:
+        if options.faults:
+            raise DefinitionError(
+                "UNSUPPORTED_FAULT", "--inject configures the built-in simulator; a server at "
+                f"{options.sim_url} injects its own faults",
+                fix="start the server with its fault options (harness sim serve --fault-slip "
+                    "0.3 ...)")
+        from runtime_bridge.genmanip.backend import GenManipBackend
+
+        backend: Any = GenManipBackend(options.sim_url)
+        steps = extra.get("num_steps")
+        return InProcRuntime(backend, executors,
+                             num_steps=int(steps) if steps is not None else None)
+    from runtime_bridge.sim.backend import SimBackend
+    from runtime_bridge.sim.config import SimConfig, parse_camera_spec
+
+    config = SimConfig(
+        tasks=(options.task,), episodes=max(1, int(options.episodes)), seed=int(options.seed),
+        num_steps=int(extra.get("num_steps", 600)),
+        cameras=tuple(parse_camera_spec(c) for c in (options.cameras or DEFAULT_CAMERAS)),
+        faults=_faults(dict(options.faults)),
+        success_hold_steps=int(extra.get("success_hold_steps", DEFAULT_HOLD_STEPS)),
+        render=str(extra.get("render", "round_robin")),
+    )
+    return InProcRuntime(SimBackend(config), executors)

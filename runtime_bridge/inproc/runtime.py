@@ -1,0 +1,256 @@
+"""The in-process runtime: the harness's bridge to a step-driven GenManip simulator.
+
+It hosts the skills' executors in an :class:`~runtime_bridge.host.ExecutorHost` over a
+:class:`~runtime_bridge.host.Backend` (the built-in simulator in-process, or any GenManip
+server through the GenManip client) and implements :class:`~harness_bt.bridge.RuntimeBridge`
+plus the episode protocol of :mod:`harness_bt.episodes`:
+
+- ``dispatch`` / ``cancel`` / ``query`` go to the host (idempotent per command id);
+- ``poll`` advances the simulator by one control step (the simulator's ``/step`` is the
+  clock: :attr:`clock` is a :class:`~harness_bt.clock.SimClock` the caller advances by
+  ``control_period_s`` per tick) and returns the executors' lifecycle events (started,
+  progress, control done, aborted, stopped) and the new observation;
+- an episode the simulator ends inside a step (success, or out of steps) is noticed from the
+  reset observation that step returns: the host ends the commands that were running in it
+  (``EPISODE_ENDED``), the next episode's first observation is kept for
+  :meth:`start_episode`, ``episode_over`` turns True and an ``episode_ended`` notice goes out;
+- ``finish_episode`` holds the robot still until the simulator ends the episode, and infers
+  the simulator's verdict: GenManip ends an episode early only on success, so an episode that
+  ended before ``num_steps`` succeeded (checked against the final metric when it arrives);
+- the GenManip client's notices (rollover, final metric, unknown and settled steps) pass
+  through ``poll``.
+
+One thread drives it (the runner's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness_bt.bridge import Ack, BridgeNotice, PollResult, RuntimeStatus
+from harness_bt.clock import SimClock
+from harness_bt.episodes import EpisodeEnd, EpisodeStart
+from harness_bt.errors import BridgeError
+from harness_bt.executor import ExecutorFactory
+from harness_bt.ledger import Command, CommandEvent
+from harness_bt.observation import Observation
+from runtime_bridge.host import Backend, ExecutorHost, HostConfig
+
+__all__ = ["MAX_STEP_FAILURES", "InProcRuntime"]
+
+#: Holding an episode to its end gives up after this many failed steps in a row.
+MAX_STEP_FAILURES = 30
+
+
+@dataclass
+class _Episode:
+    index: int
+    last_timestep: int
+    over: bool = False
+    ended_by: str = ""
+    final: bool = False
+    held: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+class InProcRuntime:
+    """See the module docstring. ``num_steps`` (steps per episode) defaults to the backend's
+    ``num_steps`` attribute; without it the simulator's verdict cannot be inferred."""
+
+    def __init__(self, backend: Backend, executors: ExecutorFactory, *,
+                 host_config: HostConfig | None = None, clock: SimClock | None = None,
+                 num_steps: int | None = None) -> None:
+        self.backend = backend
+        self._clock = clock or SimClock(dt=backend.control_period_s)
+        self.host = ExecutorHost(backend, executors, clock=self._clock,
+                                 config=host_config or HostConfig(lease_s=None))
+        self._num_steps = num_steps
+        self._cursor = self.host.cursor
+        self._pending: list[Observation] = []
+        self._notices: list[BridgeNotice] = []
+        self._episode: _Episode | None = None
+        self._next_first: Observation | None = None
+        self._index = -1
+        self._done = False
+        self._metric: dict[str, float] | None = None
+        self.episodes: list[EpisodeEnd] = []
+        self.steps = 0
+        self._failures = 0
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def num_steps(self) -> int | None:
+        """Steps per episode: as given, else as the backend knows it (None: unknown)."""
+        if self._num_steps is not None:
+            return self._num_steps
+        steps = getattr(self.backend, "num_steps", None)
+        return steps if isinstance(steps, int) else None
+
+    @property
+    def clock(self) -> SimClock:
+        return self._clock
+
+    @property
+    def control_period_s(self) -> float:
+        return float(self.backend.control_period_s)
+
+    @property
+    def episode_over(self) -> bool:
+        return self._episode is None or self._episode.over
+
+    # ------------------------------------------------------------------ RuntimeBridge
+
+    def dispatch(self, command: Command, *, start_budget_ms: float | None = None) -> Ack:
+        return self.host.submit(command, start_budget_ms=start_budget_ms)
+
+    def cancel(self, command_id: str) -> Ack:
+        return self.host.cancel(command_id)
+
+    def query(self, command_id: str) -> RuntimeStatus:
+        return self.host.query(command_id)
+
+    def poll(self) -> PollResult:
+        observations: list[Observation] = []
+        if self._pending:
+            observations, self._pending = self._pending, []
+        elif self._episode is not None and not self._episode.over:
+            obs = self._advance()
+            if obs is not None:
+                observations.append(obs)
+        return PollResult(tuple(self._events()), tuple(observations), tuple(self._take_notices()))
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.host.close()
+        self.backend.close()
+
+    # ------------------------------------------------------------------ episodes
+
+    def start_episode(self) -> EpisodeStart | None:
+        if self._episode is not None and not self._episode.over:
+            raise BridgeError("EPISODE_OPEN", f"episode {self._episode.index} is still running",
+                              fix="call finish_episode() first")
+        if self._done:
+            return None
+        obs = self._next_first
+        self._next_first = None
+        if obs is None:
+            try:
+                obs = self.host.reset()
+            except BridgeError as exc:
+                if getattr(self.backend, "done", False):
+                    self._finish_all()
+                    return None
+                raise exc
+        self._index += 1
+        self._episode = _Episode(self._index, obs.timestep)
+        self._events()  # what happened before this episode is nobody's news
+        self._pending = [obs]
+        return EpisodeStart(self._index, obs.instruction, obs.worker_id,
+                            {"timestep": obs.timestep, "num_steps": self.num_steps})
+
+    def finish_episode(self, *, max_hold_steps: int | None = None) -> EpisodeEnd:
+        ep = self._episode
+        if ep is None:
+            raise BridgeError("NO_EPISODE", "no episode was started",
+                              fix="call start_episode() first")
+        while not ep.over and (max_hold_steps is None or ep.held < max_hold_steps):
+            ep.held += 1
+            self._advance()
+            if self._failures >= MAX_STEP_FAILURES:
+                ep.over = True
+                ep.ended_by = "error"
+                ep.notes.append(f"{self._failures} simulator steps in a row failed; the "
+                                "episode cannot be held to its end")
+        self._events()
+        notices = [{"kind": n.kind, "worker_id": n.worker_id, **n.data}
+                   for n in self._take_notices()]
+        if not ep.over:
+            ep.over = True
+            ep.ended_by = "not_ended"
+            ep.notes.append(f"the simulator had not ended the episode after {ep.held} hold "
+                            "steps; the next reset skips it")
+        end = EpisodeEnd(ep.index, ep.ended_by, self._verdict(ep), ep.last_timestep + 1, ep.held,
+                         self._metric if ep.final else None,
+                         {"last_timestep": ep.last_timestep, "num_steps": self.num_steps,
+                          "notes": list(ep.notes), "notices": notices})
+        self.episodes.append(end)
+        return end
+
+    def final_metric(self) -> Mapping[str, float] | None:
+        return self._metric
+
+    # ------------------------------------------------------------------ internals
+
+    def _advance(self) -> Observation | None:
+        """One simulator step; the observation to deliver (None at an episode's end)."""
+        ep = self._episode
+        assert ep is not None
+        try:
+            result = self.host.step()
+        except BridgeError as exc:
+            if getattr(self.backend, "done", False):
+                self._end(ep, "", final=True)
+                self._finish_all()
+                return None
+            self._failures += 1
+            self._notices.append(BridgeNotice("step_failed", data={
+                "error": exc.to_dict(), "failures_in_a_row": self._failures}))
+            return None
+        self._failures = 0
+        self.steps += 1
+        obs = result.observation
+        if obs.reset:
+            self._next_first = obs
+            self._end(ep, "")
+            return None
+        ep.last_timestep = obs.timestep
+        return obs
+
+    def _end(self, ep: _Episode, ended_by: str, *, final: bool = False) -> None:
+        ep.over = True
+        ep.final = final
+        steps = ep.last_timestep + 1
+        if ended_by:
+            ep.ended_by = ended_by
+        elif self.num_steps is None:
+            ep.ended_by = "ended"
+        else:
+            ep.ended_by = "success" if steps < self.num_steps else "timeout"
+        self._notices.append(BridgeNotice("episode_ended", data={
+            "episode": ep.index, "ended_by": ep.ended_by, "steps": steps,
+            "num_steps": self.num_steps, "sim_success": self._verdict(ep)}))
+
+    def _verdict(self, ep: _Episode) -> bool | None:
+        if ep.ended_by == "success":
+            return True
+        if ep.ended_by == "timeout":
+            return False
+        return None
+
+    def _finish_all(self) -> None:
+        self._done = True
+        metric = getattr(self.backend, "metric", None)
+        self._metric = dict(metric) if isinstance(metric, Mapping) else self._metric
+
+    def _events(self) -> list[CommandEvent]:
+        out: list[CommandEvent] = []
+        while True:
+            batch = self.host.events_since(self._cursor)
+            out.extend(batch.events)
+            if batch.next_cursor == self._cursor or not batch.events:
+                self._cursor = batch.next_cursor
+                return out
+            self._cursor = batch.next_cursor
+
+    def _take_notices(self) -> list[BridgeNotice]:
+        out, self._notices = self._notices, []
+        take = getattr(self.backend, "notices", None)
+        if callable(take):
+            backend_notices: Any = take()
+            out = list(backend_notices) + out
+        return out

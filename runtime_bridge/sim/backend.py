@@ -1,0 +1,96 @@
+"""The built-in simulator as an executor-host :class:`~runtime_bridge.host.Backend`, stepped
+in-process (no HTTP): what ``harness runtime serve --backend sim`` and ``harness run`` drive.
+
+It speaks GenManip semantics: ``reset`` starts the next episode; an episode ends inside
+``step`` (success or ``num_steps``) and that same step returns the next episode's first
+observation (``reset`` True). When every episode is done, ``step`` raises
+:class:`~harness_bt.errors.BridgeError` ``EPISODES_DONE`` (``done`` turns True and ``metric``
+holds the final ``{task: mean success}``). Rollovers and the final metric are also reported as
+:class:`~harness_bt.bridge.BridgeNotice` (``notices()``), as the GenManip client does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from harness_bt.bridge import BridgeNotice
+from harness_bt.errors import BridgeError
+from harness_bt.observation import Observation
+from runtime_bridge.genmanip.observations import observation_from_wire
+from runtime_bridge.sim.config import SimConfig
+from runtime_bridge.sim.env import SimEnv
+
+__all__ = ["SimBackend", "make_backend"]
+
+
+class SimBackend:
+    """See the module docstring. ``env`` is the :class:`SimEnv` (its ``ground_truth()`` and
+    ``results()`` are for tests and benchmarks only)."""
+
+    def __init__(self, config: SimConfig | None = None, *, worker_id: str = "0") -> None:
+        self.config = config or SimConfig()
+        self.env = SimEnv(self.config, worker_id=worker_id)
+        self.worker_id = worker_id
+        self.control_period_s = self.config.control_dt
+        self.num_steps: int | None = self.config.num_steps
+        self.done = False
+        self.metric: dict[str, float] | None = None
+        self.episodes = 0
+        self._last_timestep: int | None = None
+        self._notices: list[BridgeNotice] = []
+
+    def reset(self) -> Observation:
+        return self._read(self.env.reset(), "/reset")
+
+    def step(self, action: Mapping[str, Any]) -> Observation:
+        if self.done:
+            raise self._finished()
+        return self._read(self.env.step(action), "/step")
+
+    def notices(self) -> list[BridgeNotice]:
+        out, self._notices = self._notices, []
+        return out
+
+    def close(self) -> None:
+        self.env.close()
+
+    def _read(self, entry: Mapping[str, Any], route: str) -> Observation:
+        if entry.get("obs") is None:
+            if not self.done:
+                self.done = True
+                self.metric = dict(entry.get("metric") or {})
+                self._notices.append(BridgeNotice("final_metric", self.worker_id, {
+                    "metric": self.metric, "route": route,
+                    "previous_timestep": self._last_timestep}))
+            raise self._finished()
+        obs = observation_from_wire(entry["obs"], worker_id=self.worker_id,
+                                    where=f"sim worker {self.worker_id} {route}")
+        if obs.reset:
+            self.episodes += 1
+            if route == "/step":
+                self._notices.append(BridgeNotice("episode_rollover", self.worker_id, {
+                    "previous_timestep": self._last_timestep, "episode": self.episodes}))
+        self._last_timestep = obs.timestep
+        return obs
+
+    def _finished(self) -> BridgeError:
+        return BridgeError("EPISODES_DONE", f"sim worker {self.worker_id}: every episode is "
+                           f"done (final metric {self.metric})", where="sim backend",
+                           fix="start a new simulator for more episodes",
+                           details={"metric": self.metric})
+
+
+def make_backend(dt: float = 1.0 / 30.0, *, config: SimConfig | None = None) -> SimBackend:
+    """The hook of :func:`runtime_bridge.backends.backend_from_spec` (``--backend sim``): a
+    built-in simulator stepping ``dt`` seconds per control step. Without ``config`` it stands
+    in for a robot: the pick_cube scene, one episode that does not end on its own, one modest
+    front camera."""
+    from runtime_bridge.sim.config import parse_camera_spec
+
+    config = config or SimConfig(num_steps=2**31 - 1, success_hold_steps=2**31 - 1,
+                                 cameras=(parse_camera_spec("front:256x192:fov=40"),))
+    if abs(config.control_dt - dt) > 1e-12:
+        config = replace(config, control_dt=dt)
+    return SimBackend(config)

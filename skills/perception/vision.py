@@ -1,0 +1,163 @@
+"""Image-level steps of perception: colour segmentation, depth back-projection, box fitting.
+
+Camera model: a pinhole with intrinsics ``K`` (3x3), depth in metres along the optical axis,
+camera pose ``p`` (world position) and ``q`` (world orientation, w, x, y, z) in the OpenCV
+convention (x right, y down, z forward). A pixel (u = column, v = row) with depth d is the
+camera point ``((u - cx) d / fx, (v - cy) d / fy, d)`` and the world point ``R(q) X + p``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from skills.geometry import rotation_matrix
+
+__all__ = [
+    "BoxFit",
+    "ColourRange",
+    "back_project",
+    "dilate",
+    "erode_min",
+    "fit_box",
+    "hsv",
+    "projected_box_area",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ColourRange:
+    """A region of HSV space: hue in degrees (``hue_lo > hue_hi`` wraps through 0, e.g. red),
+    saturation and value in [0, 1]."""
+
+    hue_lo: float = 0.0
+    hue_hi: float = 360.0
+    sat_lo: float = 0.0
+    sat_hi: float = 1.0
+    val_lo: float = 0.0
+    val_hi: float = 1.0
+
+    def mask(self, h: np.ndarray, s: np.ndarray, v: np.ndarray) -> np.ndarray:
+        if self.hue_lo <= self.hue_hi:
+            hue = (h >= self.hue_lo) & (h <= self.hue_hi)
+        else:
+            hue = (h >= self.hue_lo) | (h <= self.hue_hi)
+        return hue & (s >= self.sat_lo) & (s <= self.sat_hi) & (v >= self.val_lo) & \
+            (v <= self.val_hi)
+
+
+def hsv(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hue (degrees), saturation and value (0..1) of an HxWx3 uint8 image."""
+    x = rgb.astype(np.float32) / 255.0
+    r, g, b = x[..., 0], x[..., 1], x[..., 2]
+    mx = x.max(axis=-1)
+    mn = x.min(axis=-1)
+    d = mx - mn
+    safe = np.maximum(d, 1e-9)
+    h = np.where(mx == r, np.mod(60.0 * (g - b) / safe, 360.0),
+                 np.where(mx == g, 60.0 * ((b - r) / safe + 2.0), 60.0 * ((r - g) / safe + 4.0)))
+    h = np.where(d <= 1e-9, 0.0, h)
+    s = np.where(mx > 0, d / np.maximum(mx, 1e-9), 0.0)
+    return h.astype(np.float32), s.astype(np.float32), mx
+
+
+def back_project(rows: np.ndarray, cols: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray,
+                 position: np.ndarray, quaternion_wxyz: np.ndarray) -> np.ndarray:
+    """World points (N x 3) of the pixels ``(rows, cols)`` with the given depths."""
+    k = np.asarray(intrinsics, dtype=np.float64)
+    fx, fy, cx, cy = k[0, 0], k[1, 1], k[0, 2], k[1, 2]
+    d = np.asarray(depth, dtype=np.float64)
+    cam = np.stack([(cols - cx) * d / fx, (rows - cy) * d / fy, d], axis=1)
+    rot = rotation_matrix(quaternion_wxyz)
+    return cam @ rot.T + np.asarray(position, dtype=np.float64)
+
+
+def dilate(mask: np.ndarray, radius: int = 2) -> np.ndarray:
+    """Binary dilation by a square of side ``2 radius + 1`` (no wrap-around at the borders)."""
+    out = mask.copy()
+    h, w = mask.shape
+    for dy in range(-radius, radius + 1):
+        for dx in range(-radius, radius + 1):
+            if dx == 0 and dy == 0:
+                continue
+            src = mask[max(0, -dy):h - max(0, dy), max(0, -dx):w - max(0, dx)]
+            out[max(0, dy):h - max(0, -dy), max(0, dx):w - max(0, -dx)] |= src
+    return out
+
+
+def erode_min(values: np.ndarray, radius: int = 2) -> np.ndarray:
+    """Each pixel's smallest value within a square of side ``2 radius + 1``."""
+    out = values.copy()
+    h, w = values.shape
+    for dy in range(-radius, radius + 1):
+        for dx in range(-radius, radius + 1):
+            if dx == 0 and dy == 0:
+                continue
+            src = values[max(0, -dy):h - max(0, dy), max(0, -dx):w - max(0, dx)]
+            dst = out[max(0, dy):h - max(0, -dy), max(0, dx):w - max(0, -dx)]
+            np.minimum(dst, src, out=dst)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class BoxFit:
+    """A yawed box fitted to points: centre (x, y), size along its own axes, yaw (radians),
+    the top and bottom heights seen."""
+
+    centre_xy: tuple[float, float]
+    size_xy: tuple[float, float]
+    yaw: float
+    top_z: float
+    bottom_z: float
+
+
+def fit_box(points: np.ndarray, *, period: float = math.pi / 2, max_points: int = 600) -> BoxFit:
+    """The smallest-area rectangle around the points' x-y footprint (robust percentiles),
+    searched over yaws in ``[-period/2, period/2)``; heights from the z percentiles."""
+    if len(points) > max_points:  # a regular subsample keeps the outline
+        points = points[:: math.ceil(len(points) / max_points)]
+    xy = points[:, :2]
+    mid = np.median(xy, axis=0)
+    rel = xy - mid
+
+    def extents(yaws: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        c, s = np.cos(yaws), np.sin(yaws)
+        u = rel[:, :1] * c + rel[:, 1:] * s  # along each candidate's first axis (N x A)
+        w = -rel[:, :1] * s + rel[:, 1:] * c  # along its second axis
+        lo = np.percentile(np.stack([u, w]), 1.0, axis=1)  # 2 x A
+        hi = np.percentile(np.stack([u, w]), 99.0, axis=1)
+        size = hi - lo
+        return size[0] * size[1], lo, hi
+
+    half = period / 2.0
+    coarse = np.arange(-half, half, math.radians(3.0))
+    best = float(coarse[int(np.argmin(extents(coarse)[0]))])
+    fine = np.arange(best - math.radians(3.0), best + math.radians(3.0), math.radians(0.5))
+    areas, lo, hi = extents(fine)
+    i = int(np.argmin(areas))
+    yaw = float(fine[i])
+    lo_i, hi_i = lo[:, i], hi[:, i]
+    centre_local = (lo_i + hi_i) / 2.0
+    c, s = math.cos(yaw), math.sin(yaw)
+    centre = mid + np.array([[c, -s], [s, c]]) @ centre_local
+    yaw = (yaw + half) % period - half
+    z = points[:, 2]
+    top, bottom = np.percentile(z, [97.0, 3.0])
+    return BoxFit((float(centre[0]), float(centre[1])),
+                  (float(hi_i[0] - lo_i[0]), float(hi_i[1] - lo_i[1])), yaw, float(top),
+                  float(bottom))
+
+
+def projected_box_area(size: tuple[float, float, float], yaw: float,
+                       view_dir: np.ndarray) -> float:
+    """Area (m^2) a box of ``size`` turned by ``yaw`` shows to a camera looking along
+    ``view_dir`` (unit vector from the camera to the box): the visible faces, projected."""
+    sx, sy, sz = size
+    c, s = math.cos(yaw), math.sin(yaw)
+    nx = np.array([c, s, 0.0])
+    ny = np.array([-s, c, 0.0])
+    nz = np.array([0.0, 0.0, 1.0])
+    v = np.asarray(view_dir, dtype=np.float64)
+    return float(sy * sz * abs(v @ nx) + sx * sz * abs(v @ ny) + sx * sy * abs(v @ nz))
