@@ -1,0 +1,519 @@
+"""Fault scenarios: one run of a task through a real runtime process while one fault class is
+injected, audited from the runtime's records (:mod:`runtime_bridge.chaos.truth`).
+
+Each run starts a runtime process (``python -m runtime_bridge.chaos runtime``) on a fresh
+journal, a :class:`~runtime_bridge.zmq.faults.FaultProxy` in front of it, and a harness process
+(``python -m runtime_bridge.chaos harness``) that talks to the runtime through the proxy.
+Telemetry goes straight from the runtime to the harness. Faults that need a moment
+"mid-command" wait for the ``k``-th executor start in the runtime's exec log.
+
+Fault classes (:data:`FAULTS`): ``drop``, ``delay``, ``duplicate``, ``reorder`` (replies),
+``runtime_kill`` (SIGKILL, restart on the same journal and ports), ``harness_kill`` (SIGKILL,
+then ``--resume``), ``partition`` (longer than the lease), ``two_harnesses`` (a newer epoch
+takes over; the older one's dispatch and cancel must be refused), ``hostile`` (malformed,
+truncated and oversized frames: the harness's own requests and replies corrupted, and a hostile
+peer talking to the runtime directly).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import zmq
+
+from harness_bt.bridge import RuntimeState
+from harness_bt.errors import BridgeError
+from harness_bt.ledger import Command
+from runtime_bridge.chaos.truth import RunTruth, audit, read_exec_log, read_runtime_journal
+from runtime_bridge.zmq.bridge import ZmqBridge, ZmqBridgeConfig
+from runtime_bridge.zmq.faults import FaultProxy
+from runtime_bridge.zmq.wire import Message, MessageType, decode, encode
+
+__all__ = ["FAULTS", "PICK_AND_PLACE", "RunOutcome", "Workload", "run_once"]
+
+FAULTS = ("none", "drop", "delay", "duplicate", "reorder", "runtime_kill", "harness_kill",
+          "partition", "two_harnesses", "hostile")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a run executes. ``task``: the harness's ``--task``; ``backend`` / ``executors``:
+    the runtime's; ``kill_at``: the executor start (1-based) after which a mid-command fault
+    fires; ``settle_s``: how long after that start (the command is running)."""
+
+    task: str
+    backend: str
+    executors: str = ""
+    control_hz: float = 30.0
+    lease_ms: float = 1000.0
+    max_time_s: float = 90.0
+    kill_at: int = 2
+    settle_s: float = 0.3
+    tick_s: float = 1.0 / 30.0
+    ready_timeout_s: float = 60.0
+
+
+PICK_AND_PLACE = Workload(task=str(ROOT / "trees" / "pick_and_place.yaml"),
+                          backend="pick_and_place")
+
+
+@dataclass
+class RunOutcome:
+    """One run: the fault, whether the task completed, the audit, and the row-specific checks
+    (``checks[name] = True`` when it held)."""
+
+    fault: str
+    seed: int
+    completed: bool
+    outcome: str
+    truth: RunTruth
+    wall_s: float
+    checks: dict[str, bool] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fault": self.fault, "seed": self.seed, "completed": self.completed,
+                "outcome": self.outcome, "wall_s": round(self.wall_s, 2),
+                "checks": self.checks, "truth": self.truth.to_dict(), "details": self.details}
+
+
+# ---------------------------------------------------------------------- processes
+
+
+class _Proc:
+    """A child process whose stderr goes to a file; killed and reaped on ``close``."""
+
+    def __init__(self, args: list[str], log: Path) -> None:
+        self.log = log
+        self._err: IO[bytes] = open(log, "ab")  # noqa: SIM115 - closed in close()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        self.proc = subprocess.Popen([sys.executable, "-m", "runtime_bridge.chaos", *args],
+                                     stdout=subprocess.PIPE, stderr=self._err, text=True,
+                                     env=env, cwd=ROOT)
+
+    def line(self, timeout_s: float) -> dict[str, Any]:
+        """The next JSON line on stdout, skipping what native libraries print there (raises
+        BridgeError when the process exits or stays silent past ``timeout_s``)."""
+        out: list[str] = []
+
+        def read() -> None:
+            stream = self.proc.stdout
+            while stream is not None:
+                text = stream.readline()
+                if not text or text.lstrip().startswith("{"):
+                    out.append(text)
+                    return
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(timeout_s)
+        if not out or not out[0]:
+            tail = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
+            raise BridgeError("CHAOS_PROCESS_FAILED", f"{self.proc.args[3]} process gave no "
+                              f"answer in {timeout_s} s (exit {self.proc.poll()}); stderr "
+                              f"tail: {tail}", where=str(self.log))
+        return dict(json.loads(out[0]))
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def terminate(self, timeout_s: float = 10.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        return self.proc.wait(10)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.kill()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        self._err.close()
+
+
+@dataclass
+class _Run:
+    """The files and processes of one run."""
+
+    workload: Workload
+    dir: Path
+    seed: int
+    procs: list[_Proc] = field(default_factory=list)
+    runtime: _Proc | None = None
+    endpoints: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def runtime_journal(self) -> Path:
+        return self.dir / "runtime.db"
+
+    @property
+    def exec_log(self) -> Path:
+        return self.dir / "executions.log"
+
+    def start_runtime(self, bind: str = "tcp://127.0.0.1:*",
+                      telemetry: str = "tcp://127.0.0.1:*") -> dict[str, Any]:
+        w = self.workload
+        proc = _Proc(["runtime", "--backend", w.backend, "--executors", w.executors,
+                      "--bind", bind, "--telemetry", telemetry,
+                      "--journal", str(self.runtime_journal), "--exec-log", str(self.exec_log),
+                      "--control-hz", str(w.control_hz), "--lease-ms", str(w.lease_ms),
+                      "--seed", str(self.seed)], self.dir / "runtime.log")
+        self.procs.append(proc)
+        self.runtime = proc
+        self.endpoints = proc.line(w.ready_timeout_s)
+        return self.endpoints
+
+    def start_harness(self, endpoint: str, *, name: str = "harness", epoch: int = 1,
+                      resume: bool = False) -> _Proc:
+        w = self.workload
+        args = ["harness", "--endpoint", endpoint, "--task", w.task,
+                "--journal", str(self.dir / f"{name}.db"), "--run-id", f"{name}-{self.seed}",
+                "--epoch", str(epoch), "--seed", str(self.seed), "--tick-s", str(w.tick_s),
+                "--max-time-s", str(w.max_time_s),
+                "--trace", str(self.dir / f"{name}{'.resumed' if resume else ''}.jsonl")]
+        proc = _Proc([*args, "--resume"] if resume else args, self.dir / f"{name}.log")
+        self.procs.append(proc)
+        return proc
+
+    def wait_for_start(self, k: int, timeout_s: float, *, prefix: str = "") -> bool:
+        """Wait until the exec log shows ``k`` executor starts (of ids starting with
+        ``prefix``)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            starts = read_exec_log(self.exec_log)
+            if sum(n for cid, n in starts.items() if cid.startswith(prefix)) >= k:
+                return True
+            time.sleep(0.02)
+        return False
+
+    def result(self, proc: _Proc) -> dict[str, Any]:
+        return proc.line(self.workload.max_time_s + 60.0)
+
+    def close(self) -> None:
+        for proc in self.procs:
+            proc.close()
+
+
+# ---------------------------------------------------------------------- injectors
+
+
+class _Injector:
+    """Calls ``inject(rng)`` at seeded random intervals on its own thread until stopped."""
+
+    def __init__(self, inject: Callable[[random.Random], None], seed: int,
+                 every_s: tuple[float, float] = (0.2, 0.6)) -> None:
+        self._inject = inject
+        self._rng = random.Random(seed)
+        self._every = every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chaos-injector", daemon=True)
+        self.count = 0
+
+    def __enter__(self) -> _Injector:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._rng.uniform(*self._every)):
+            self._inject(self._rng)
+            self.count += 1
+
+
+class _HostilePeer:
+    """Sends malformed, truncated, oversized and otherwise wrong frames straight to the
+    runtime from raw sockets, on its own thread; counts the answers it gets."""
+
+    def __init__(self, endpoint: str, seed: int, context: zmq.Context) -> None:
+        self.endpoint = endpoint
+        self.context = context
+        self._rng = random.Random(seed)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="chaos-hostile", daemon=True)
+        self.sent = 0
+        self.error_replies = 0
+        self.silent = 0
+        self.dropped_connections = 0
+
+    def __enter__(self) -> _HostilePeer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10.0)
+
+    def _frames(self) -> tuple[str, list[bytes]]:
+        good = [bytes(f) for f in encode(Message(MessageType.QUERY, 7, "manip", "x",
+                                                 {"n": 1}))]
+        kind = self._rng.choice(["garbage", "truncated", "oversized_body", "huge_frame",
+                                 "bad_version", "unknown_type", "extra_frames", "empty_body",
+                                 "bad_json", "no_such_service"])
+        if kind == "garbage":
+            return kind, [self._rng.randbytes(self._rng.randint(1, 64))]
+        if kind == "truncated":
+            return kind, [good[0][: self._rng.randint(1, len(good[0]) - 1)]]
+        if kind == "oversized_body":
+            return kind, [good[0], b'{"a":"' + b"x" * ((1 << 20) + 10) + b'"}']
+        if kind == "huge_frame":  # past the socket's hard cap: ZeroMQ drops the connection
+            return kind, [good[0], b"x" * ((65 << 20) + (1 << 17))]
+        if kind == "bad_version":
+            return kind, [good[0][:3] + bytes([99]) + good[0][4:], good[1]]
+        if kind == "unknown_type":
+            return kind, [good[0][:4] + bytes([250]) + good[0][5:], good[1]]
+        if kind == "extra_frames":
+            return kind, [*good, b"stray", b"more"]
+        if kind == "empty_body":
+            return kind, [good[0], b""]
+        if kind == "bad_json":
+            return kind, [good[0], b"{not json"]
+        other = [bytes(f) for f in encode(Message(MessageType.QUERY, 9, "nope", "x"))]
+        return kind, other
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._rng.uniform(0.05, 0.2)):
+            sock = self.context.socket(zmq.REQ)
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.setsockopt(zmq.RCVTIMEO, 500)
+            try:
+                sock.connect(self.endpoint)
+                kind, frames = self._frames()
+                sock.send_multipart(frames)
+                self.sent += 1
+                try:
+                    reply = decode(sock.recv_multipart())
+                    if reply.type is MessageType.ERROR:
+                        self.error_replies += 1
+                except zmq.Again:
+                    if kind == "huge_frame":
+                        self.dropped_connections += 1
+                    else:
+                        self.silent += 1
+            finally:
+                sock.close(0)
+
+
+# ---------------------------------------------------------------------- one run
+
+
+def _outcome_of(answer: dict[str, Any]) -> tuple[bool, str]:
+    result = answer.get("result") or {}
+    return result.get("outcome") == "succeeded", str(result.get("reason", "?"))
+
+
+def run_once(fault: str, seed: int, workdir: str | os.PathLike[str],
+             workload: Workload = PICK_AND_PLACE) -> RunOutcome:
+    """Run ``workload`` once under ``fault`` (one of :data:`FAULTS`) and audit it."""
+    if fault not in FAULTS:
+        raise BridgeError("INVALID_CONFIG", f"unknown fault {fault!r}; known: "
+                          f"{', '.join(FAULTS)}", fix="pick one of the listed fault classes")
+    run = _Run(workload, Path(workdir), seed)
+    run.dir.mkdir(parents=True, exist_ok=True)
+    context = zmq.Context()
+    proxy: FaultProxy | None = None
+    began = time.monotonic()
+    checks: dict[str, bool] = {}
+    details: dict[str, Any] = {}
+    ledgers = [run.dir / "harness.db"]
+    try:
+        ready = run.start_runtime()
+        proxy = FaultProxy(ready["bind"], context=context)
+        endpoint = proxy.start()
+        answer = _SCENARIOS[fault](run, proxy, endpoint, context, checks, details, ledgers)
+        details["proxy"] = vars(proxy.counts).copy() if hasattr(proxy.counts, "__dict__") \
+            else {k: getattr(proxy.counts, k) for k in proxy.counts.__slots__}
+        alive = run.runtime is not None and run.runtime.proc.poll() is None
+        checks["runtime_alive"] = alive
+        if run.runtime is not None:
+            code = run.runtime.terminate()
+            checks["runtime_clean_exit"] = code == 0
+        completed, outcome = _outcome_of(answer)
+        result = answer.get("result") or {}
+        details["harness"] = {cid: f"{state} {result.get('command_reasons', {}).get(cid, '')}"
+                              for cid, state in (result.get("commands") or {}).items()}
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        run.close()
+        context.term()
+    truth = audit(runtime_journal=run.runtime_journal, exec_log=run.exec_log, ledgers=ledgers)
+    return RunOutcome(fault, seed, completed, outcome, truth, time.monotonic() - began,
+                      checks, details)
+
+
+_Scenario = Callable[[_Run, FaultProxy, str, zmq.Context, dict[str, bool], dict[str, Any],
+                      list[Path]], dict[str, Any]]
+
+
+def _with_injector(inject: Callable[[FaultProxy, random.Random], None],
+                   every_s: tuple[float, float] = (0.2, 0.6)) -> _Scenario:
+    def scenario(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+                 checks: dict[str, bool], details: dict[str, Any],
+                 ledgers: list[Path]) -> dict[str, Any]:
+        harness = run.start_harness(endpoint)
+        with _Injector(lambda rng: inject(proxy, rng), run.seed, every_s) as injector:
+            answer = run.result(harness)
+        details["injections"] = injector.count
+        return answer
+    return scenario
+
+
+def _delay(proxy: FaultProxy, rng: random.Random) -> None:
+    # mostly under the client's timeout (late but answered), sometimes past it (resent)
+    proxy.delay_replies(rng.choice([0.0, 0.15, 0.3, 0.7]))
+
+
+def _hostile(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+             checks: dict[str, bool], details: dict[str, Any],
+             ledgers: list[Path]) -> dict[str, Any]:
+    harness = run.start_harness(endpoint)
+
+    def corrupt(p: FaultProxy, rng: random.Random) -> None:
+        (p.corrupt_requests if rng.random() < 0.5 else p.corrupt_replies)(1)
+
+    with _HostilePeer(run.endpoints["bind"], run.seed, context) as peer, \
+            _Injector(lambda rng: corrupt(proxy, rng), run.seed, (0.3, 0.9)):
+        answer = run.result(harness)
+    details["hostile"] = {"sent": peer.sent, "error_replies": peer.error_replies,
+                          "silent": peer.silent, "dropped_connections": peer.dropped_connections}
+    # everything answerable was answered (a frame past the hard cap drops the connection)
+    checks["hostile_answered"] = peer.silent == 0 and peer.sent > 0
+    return answer
+
+
+def _runtime_kill(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+                  checks: dict[str, bool], details: dict[str, Any],
+                  ledgers: list[Path]) -> dict[str, Any]:
+    harness = run.start_harness(endpoint)
+    w = run.workload
+    first = dict(run.endpoints)
+    if run.wait_for_start(w.kill_at, w.max_time_s):
+        time.sleep(w.settle_s)
+        assert run.runtime is not None
+        run.runtime.kill()
+        details["killed_after_starts"] = dict(read_exec_log(run.exec_log))
+        time.sleep(1.0)
+        again = run.start_runtime(bind=first["bind"], telemetry=first["telemetry"])
+        details["restarted"] = again.get("restarted")
+        checks["restart_reported_in_flight"] = bool(again.get("restarted"))
+    else:
+        details["note"] = f"the task never reached executor start {w.kill_at}"
+    return run.result(harness)
+
+
+def _harness_kill(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+                  checks: dict[str, bool], details: dict[str, Any],
+                  ledgers: list[Path]) -> dict[str, Any]:
+    harness = run.start_harness(endpoint)
+    w = run.workload
+    if not run.wait_for_start(w.kill_at, w.max_time_s):
+        details["note"] = f"the task never reached executor start {w.kill_at}"
+        return run.result(harness)
+    time.sleep(w.settle_s)
+    harness.kill()
+    details["killed_after_starts"] = dict(read_exec_log(run.exec_log))
+    # the runtime protects itself: the lease runs out and the running command is held
+    time.sleep(w.lease_ms / 1000.0 + 0.5)
+    resumed = run.start_harness(endpoint, resume=True)
+    answer = run.result(resumed)
+    details["settled"] = answer.get("settled")
+    checks["in_flight_settled"] = bool(answer.get("settled")) or not details["killed_after_starts"]
+    return answer
+
+
+def _partition(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+               checks: dict[str, bool], details: dict[str, Any],
+               ledgers: list[Path]) -> dict[str, Any]:
+    harness = run.start_harness(endpoint)
+    w = run.workload
+    if run.wait_for_start(w.kill_at, w.max_time_s):
+        time.sleep(w.settle_s)
+        proxy.partition(True)
+        time.sleep(2.5 * w.lease_ms / 1000.0)
+        proxy.partition(False)
+        held = [r for r in read_runtime_journal(run.runtime_journal).values()
+                if r.reason.startswith("LEASE_EXPIRED")]
+        checks["held_on_lease_expiry"] = bool(held)
+    return run.result(harness)
+
+
+def _two_harnesses(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+                   checks: dict[str, bool], details: dict[str, Any],
+                   ledgers: list[Path]) -> dict[str, Any]:
+    old = run.start_harness(endpoint, name="harness", epoch=1)
+    w = run.workload
+    ledgers.append(run.dir / "newer.db")
+    if not run.wait_for_start(w.kill_at, w.max_time_s):
+        details["note"] = f"the task never reached executor start {w.kill_at}"
+        return run.result(old)
+    time.sleep(w.settle_s)
+    taken_over = time.time()
+    newer = run.start_harness(endpoint, name="newer", epoch=2)
+    answer_new: dict[str, Any] = {}
+    if run.wait_for_start(1, w.max_time_s, prefix=f"newer-{run.seed}/"):
+        # the older epoch, by hand: a cancel of the newer harness's running command and a
+        # dispatch of a fresh command must both be refused
+        records = read_runtime_journal(run.runtime_journal)
+        running = [cid for cid, r in records.items()
+                   if cid.startswith(f"newer-{run.seed}/") and r.state is RuntimeState.RUNNING]
+        stale = ZmqBridge(ZmqBridgeConfig(endpoint=endpoint, epoch=1, telemetry=""),
+                          context=context)
+        try:
+            if running:
+                ack = stale.cancel(running[0])
+                checks["stale_cancel_refused"] = not ack.accepted and "STALE_EPOCH" in ack.reason
+            probe = Command(command_id=f"stale-probe-{run.seed}", skill="home", params={},
+                            epoch=1, start_within_ms=5000, execution_timeout_ms=5000)
+            ack = stale.dispatch(probe)
+            checks["stale_dispatch_refused"] = not ack.accepted and "STALE_EPOCH" in ack.reason
+        except BridgeError as exc:
+            details["stale_probe_error"] = exc.to_dict()
+            checks["stale_probe_answered"] = False
+        finally:
+            stale.close()
+    answer_old = run.result(old)
+    answer_new = run.result(newer)
+    # nothing of the older epoch was accepted after the takeover
+    late = [cid for cid, r in read_runtime_journal(run.runtime_journal).items()
+            if r.command is not None and r.command.epoch < 2 and r.received_wall > taken_over
+            and r.accepted]
+    checks["no_stale_command_accepted"] = not late
+    details["older_outcome"] = _outcome_of(answer_old)
+    return answer_new
+
+
+_SCENARIOS: dict[str, _Scenario] = {
+    "none": _with_injector(lambda p, rng: None),
+    "drop": _with_injector(lambda p, rng: p.drop_replies(1)),
+    "delay": _with_injector(_delay, (0.5, 1.5)),
+    "duplicate": _with_injector(lambda p, rng: p.duplicate_replies(rng.randint(1, 3))),
+    "reorder": _with_injector(lambda p, rng: p.reorder_replies(1, hold_s=rng.choice(
+        [0.2, 0.8]))),
+    "runtime_kill": _runtime_kill,
+    "harness_kill": _harness_kill,
+    "partition": _partition,
+    "two_harnesses": _two_harnesses,
+    "hostile": _hostile,
+}
