@@ -145,6 +145,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--task", required=True)
     p.add_argument("--journal", required=True)
     p.add_argument("--run-id", required=True)
+    p.add_argument("--telemetry", default=None, help="the runtime's PUB endpoint (default: "
+                   "ask the runtime)")
     p.add_argument("--epoch", type=int, default=1)
     p.add_argument("--resume", action="store_true")
     p.add_argument("--seed", type=int, default=0)
@@ -162,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ledger = Ledger.open(args.journal)
     ledger.epoch = max(ledger.epoch, args.epoch)
     bridge = ObservingBridge(ZmqBridgeConfig(endpoint=args.endpoint, epoch=ledger.epoch,
+                                             telemetry=args.telemetry,
                                              timeout_s=args.timeout_s), clock=clock)
     run_id = args.run_id
     settled: dict[str, str] = {}

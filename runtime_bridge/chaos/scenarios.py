@@ -186,6 +186,7 @@ class _Run:
                       resume: bool = False) -> _Proc:
         w = self.workload
         args = ["harness", "--endpoint", endpoint, "--task", w.task,
+                "--telemetry", str(self.endpoints["telemetry"]),
                 "--journal", str(self.dir / f"{name}.db"), "--run-id", f"{name}-{self.seed}",
                 "--epoch", str(epoch), "--seed", str(self.seed), "--tick-s", str(w.tick_s),
                 "--max-time-s", str(w.max_time_s),
@@ -330,6 +331,10 @@ def run_once(fault: str, seed: int, workdir: str | os.PathLike[str],
         raise BridgeError("INVALID_CONFIG", f"unknown fault {fault!r}; known: "
                           f"{', '.join(FAULTS)}", fix="pick one of the listed fault classes")
     run = _Run(workload, Path(workdir), seed)
+    if run.dir.exists() and any(run.dir.iterdir()):
+        raise BridgeError("INVALID_CONFIG", f"chaos run directory {run.dir} is not empty; its "
+                          "journals and exec log would mix with this run's",
+                          fix="give each run a new (or empty) directory")
     run.dir.mkdir(parents=True, exist_ok=True)
     context = zmq.Context()
     proxy: FaultProxy | None = None
@@ -381,8 +386,9 @@ def _with_injector(inject: Callable[[FaultProxy, random.Random], None],
 
 
 def _delay(proxy: FaultProxy, rng: random.Random) -> None:
-    # mostly under the client's timeout (late but answered), sometimes past it (resent)
-    proxy.delay_replies(rng.choice([0.0, 0.15, 0.3, 0.7]))
+    # mostly under the poll timeout (late but answered), sometimes past every timeout (the
+    # client gives up, resends on a new socket, and the late reply goes nowhere)
+    proxy.delay_replies(rng.choice([0.05, 0.1, 0.2, 0.2, 0.7]))
 
 
 def _hostile(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
@@ -469,7 +475,6 @@ def _two_harnesses(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Con
         details["note"] = f"the task never reached executor start {w.kill_at}"
         return run.result(old)
     time.sleep(w.settle_s)
-    taken_over = time.time()
     newer = run.start_harness(endpoint, name="newer", epoch=2)
     answer_new: dict[str, Any] = {}
     if run.wait_for_start(1, w.max_time_s, prefix=f"newer-{run.seed}/"):
@@ -495,11 +500,16 @@ def _two_harnesses(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Con
             stale.close()
     answer_old = run.result(old)
     answer_new = run.result(newer)
-    # nothing of the older epoch was accepted after the takeover
-    late = [cid for cid, r in read_runtime_journal(run.runtime_journal).items()
-            if r.command is not None and r.command.epoch < 2 and r.received_wall > taken_over
-            and r.accepted]
-    checks["no_stale_command_accepted"] = not late
+    # nothing of the older epoch was accepted once the runtime had seen the newer one (its
+    # first command at the latest: a hello or heartbeat may have taken over sooner)
+    records = read_runtime_journal(run.runtime_journal)
+    newer_at = min((r.received_wall for r in records.values()
+                    if r.command is not None and r.command.epoch >= 2), default=None)
+    late = [cid for cid, r in records.items()
+            if newer_at is not None and r.command is not None and r.command.epoch < 2
+            and r.received_wall > newer_at and r.accepted]
+    checks["no_stale_command_accepted"] = newer_at is not None and not late
+    details["accepted_after_takeover"] = late
     details["older_outcome"] = _outcome_of(answer_old)
     return answer_new
 

@@ -180,8 +180,9 @@ class ZmqBridge:
     def poll(self) -> PollResult:
         notices: list[BridgeNotice] = []
         now = self.clock.monotonic()
-        if not self._ensure_hello():
-            return PollResult(notices=(BridgeNotice("runtime_silent", data={"call": "hello"}),))
+        if not self._ensure_hello():  # telemetry has its own channel: keep observing
+            return PollResult(observations=tuple(self._drain_telemetry(now)),
+                              notices=(BridgeNotice("runtime_silent", data={"call": "hello"}),))
         events: list[CommandEvent] = []
         try:
             if now >= self._next_beat:
