@@ -481,14 +481,16 @@ def _two_harnesses(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Con
         # the older epoch, by hand: a cancel of the newer harness's running command and a
         # dispatch of a fresh command must both be refused
         records = read_runtime_journal(run.runtime_journal)
-        running = [cid for cid, r in records.items()
-                   if cid.startswith(f"newer-{run.seed}/") and r.state is RuntimeState.RUNNING]
+        mine = [cid for cid in records if cid.startswith(f"newer-{run.seed}/")]
+        running = [cid for cid in mine if records[cid].state is RuntimeState.RUNNING] or mine
         stale = ZmqBridge(ZmqBridgeConfig(endpoint=endpoint, epoch=1, telemetry=""),
                           context=context)
         try:
-            if running:
+            if running:  # refused whatever its state; a running one keeps running
                 ack = stale.cancel(running[0])
                 checks["stale_cancel_refused"] = not ack.accepted and "STALE_EPOCH" in ack.reason
+                details["stale_cancel_target"] = {"command_id": running[0],
+                                                  "state": ack.state.value}
             probe = Command(command_id=f"stale-probe-{run.seed}", skill="home", params={},
                             epoch=1, start_within_ms=5000, execution_timeout_ms=5000)
             ack = stale.dispatch(probe)

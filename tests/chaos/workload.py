@@ -1,6 +1,7 @@
-"""A light chaos workload for the test suite: three phases of one ``wait`` command each (with
-retries; the second one, the target of the mid-command faults, outlasts the lease), run against the kinematic backend and the test executors at 100 Hz, so a chaos run
-takes seconds, not the pick-and-place task's half minute."""
+"""A light chaos workload for the test suite: three phases of one ``wait`` command each, with
+retries (the second command, the target of the mid-command faults, outlasts the lease), run
+against the kinematic backend and the test executors at 100 Hz, so a chaos run takes seconds,
+not the pick-and-place task's half minute."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ class WaitParams(BaseModel):
 
 def _phase(pid: str, target: str, steps: int = 20) -> dict[str, Any]:
     return {"id": pid,
-            "tree": {"type": "retry", "name": f"{pid}_retry", "attempts": 4,
+            "tree": {"type": "retry", "name": f"{pid}_retry", "attempts": 6,
+                     "backoff": {"base_s": 0.3, "cap_s": 1.0},
                      "child": {"type": "skill_action", "name": f"{pid}_wait", "skill": "wait",
                                "params": {"steps": steps}}},
             "transitions": [{"event": "succeeded", "target": target},
@@ -35,7 +37,7 @@ def light_task() -> tuple[Task, SkillRegistry]:
                             stop_timeout_ms=1_000, retry_safe=True),
         description="wait a number of control steps (the test executors' wait)")])
     task = Task.from_dict({
-        "name": "light", "initial": "one", "budget": {"max_retries": 12, "max_time_s": 60},
+        "name": "light", "initial": "one", "budget": {"max_retries": 15, "max_time_s": 60},
         "phases": [_phase("one", "two"), _phase("two", "three", steps=120), _phase("three", "done"),
                    {"id": "done", "kind": "final"},
                    {"id": "aborted_failed", "kind": "final"},
