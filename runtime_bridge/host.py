@@ -3,7 +3,8 @@
 Shared by the in-process runtime and the ZeroMQ runtime server. The host
 
 - takes commands (``submit``), idempotent per command id: a resend returns the original
-  answer with ``duplicate=True``, whatever happened since; it refuses stale epochs, expired
+  answer with ``duplicate=True``, whatever happened since (and renews the lease of a running
+  one, as a heartbeat would); it refuses stale epochs, expired
   start budgets, busy resources and commands its executor factory refuses, and remembers the
   refusal so a resend is refused the same way;
 - steps every active executor once per ``step()``, merges their shares into one action (holding
@@ -176,6 +177,7 @@ class ExecutorHost:
             old = self._find(cid)
             if old is not None:
                 if old.command is None or old.digest == command.digest:
+                    self._renew_on_resend(command)
                     return old.ack(duplicate=True)
                 return Ack(cid, False, RS.REJECTED, f"{R.COMMAND_ID_CONFLICT}: id {cid!r} is "
                            f"taken by a command of other content (digest {str(old.digest)[:12]}, "
@@ -209,6 +211,15 @@ class ExecutorHost:
                 self._dirty[cid] = rec
             self._flush()
             return rec.ack(duplicate=False)
+
+    def _renew_on_resend(self, command: Command) -> None:
+        """A resent dispatch proves its harness alive, as a heartbeat would: renew the lease
+        (a harness blocked in its retries sends no heartbeats meanwhile). Not for an older
+        epoch: a fenced harness renews nothing."""
+        live = self._active.get(command.command_id)
+        if (live is not None and self.config.lease_s is not None
+                and command.epoch >= self._epoch):
+            live.lease_deadline = self.clock.monotonic() + self.config.lease_s
 
     def _refusal(self, command: Command, start_budget_ms: float | None) -> str | None:
         if command.epoch < self._epoch:

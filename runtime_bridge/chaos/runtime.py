@@ -75,6 +75,7 @@ class _Counted:
     """An executor whose first step is written to the exec log before it runs."""
 
     def __init__(self, inner: Executor, command_id: str, log_fd: int) -> None:
+        self.command = inner.command
         self._inner = inner
         self._cid = command_id
         self._fd = log_fd

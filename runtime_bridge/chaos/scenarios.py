@@ -97,6 +97,7 @@ class _Proc:
     """A child process whose stderr goes to a file; killed and reaped on ``close``."""
 
     def __init__(self, args: list[str], log: Path) -> None:
+        self.name = args[0]
         self.log = log
         self._err: IO[bytes] = open(log, "ab")  # noqa: SIM115 - closed in close()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -123,7 +124,7 @@ class _Proc:
         reader.join(timeout_s)
         if not out or not out[0]:
             tail = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
-            raise BridgeError("CHAOS_PROCESS_FAILED", f"{self.proc.args[3]} process gave no "
+            raise BridgeError("CHAOS_PROCESS_FAILED", f"{self.name} process gave no "
                               f"answer in {timeout_s} s (exit {self.proc.poll()}); stderr "
                               f"tail: {tail}", where=str(self.log))
         return dict(json.loads(out[0]))
@@ -344,7 +345,7 @@ def run_once(fault: str, seed: int, workdir: str | os.PathLike[str],
     ledgers = [run.dir / "harness.db"]
     try:
         ready = run.start_runtime()
-        proxy = FaultProxy(ready["bind"], context=context)
+        proxy = FaultProxy(ready["bind"], context=context, seed=seed)
         endpoint = proxy.start()
         answer = _SCENARIOS[fault](run, proxy, endpoint, context, checks, details, ledgers)
         details["proxy"] = vars(proxy.counts).copy() if hasattr(proxy.counts, "__dict__") \
@@ -372,12 +373,18 @@ _Scenario = Callable[[_Run, FaultProxy, str, zmq.Context, dict[str, bool], dict[
                       list[Path]], dict[str, Any]]
 
 
-def _with_injector(inject: Callable[[FaultProxy, random.Random], None],
-                   every_s: tuple[float, float] = (0.2, 0.6)) -> _Scenario:
+def _with_rates(every_s: tuple[float, float] = (0.2, 0.6),
+                inject: Callable[[FaultProxy, random.Random], None] | None = None,
+                **rates: float) -> _Scenario:
+    """A scenario that sets per-message fault ``rates`` on the proxy for the whole run (and
+    calls ``inject`` at seeded random intervals, when given)."""
     def scenario(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                  checks: dict[str, bool], details: dict[str, Any],
                  ledgers: list[Path]) -> dict[str, Any]:
+        proxy.set_rates(**rates)
         harness = run.start_harness(endpoint)
+        if inject is None:
+            return run.result(harness)
         with _Injector(lambda rng: inject(proxy, rng), run.seed, every_s) as injector:
             answer = run.result(harness)
         details["injections"] = injector.count
@@ -391,16 +398,18 @@ def _delay(proxy: FaultProxy, rng: random.Random) -> None:
     proxy.delay_replies(rng.choice([0.05, 0.1, 0.2, 0.2, 0.7]))
 
 
+def _reorder_hold(proxy: FaultProxy, rng: random.Random) -> None:
+    # held replies wait for a later one to overtake them, or at most this long: under the
+    # client's timeout (a late answer) or past it (the client has resent on a new socket)
+    proxy.reorder_replies(0, hold_s=rng.choice([0.2, 0.8]))
+
+
 def _hostile(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
              checks: dict[str, bool], details: dict[str, Any],
              ledgers: list[Path]) -> dict[str, Any]:
+    proxy.set_rates(corrupt_requests=0.05, corrupt_replies=0.05)
     harness = run.start_harness(endpoint)
-
-    def corrupt(p: FaultProxy, rng: random.Random) -> None:
-        (p.corrupt_requests if rng.random() < 0.5 else p.corrupt_replies)(1)
-
-    with _HostilePeer(run.endpoints["bind"], run.seed, context) as peer, \
-            _Injector(lambda rng: corrupt(proxy, rng), run.seed, (0.3, 0.9)):
+    with _HostilePeer(run.endpoints["bind"], run.seed, context) as peer:
         answer = run.result(harness)
     details["hostile"] = {"sent": peer.sent, "error_replies": peer.error_replies,
                           "silent": peer.silent, "dropped_connections": peer.dropped_connections}
@@ -517,12 +526,11 @@ def _two_harnesses(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Con
 
 
 _SCENARIOS: dict[str, _Scenario] = {
-    "none": _with_injector(lambda p, rng: None),
-    "drop": _with_injector(lambda p, rng: p.drop_replies(1)),
-    "delay": _with_injector(_delay, (0.5, 1.5)),
-    "duplicate": _with_injector(lambda p, rng: p.duplicate_replies(rng.randint(1, 3))),
-    "reorder": _with_injector(lambda p, rng: p.reorder_replies(1, hold_s=rng.choice(
-        [0.2, 0.8]))),
+    "none": _with_rates(),
+    "drop": _with_rates(drop_replies=0.15),
+    "delay": _with_rates((0.5, 1.5), _delay),
+    "duplicate": _with_rates(duplicate_replies=0.3),
+    "reorder": _with_rates((0.5, 1.5), _reorder_hold, reorder_replies=0.15),
     "runtime_kill": _runtime_kill,
     "harness_kill": _harness_kill,
     "partition": _partition,

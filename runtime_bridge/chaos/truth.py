@@ -123,8 +123,8 @@ def _runtime_regressions(rec: RuntimeRecord) -> list[str]:
     for i, ev in enumerate(lifecycle):
         if ev.kind in _FINAL_KINDS and i + 1 < len(lifecycle):
             after = lifecycle[i + 1]
-            return [f"runtime {rec.command_id}: {ev.kind.value} (seq {ev.seq}) then "
-                    f"{after.kind.value} (seq {after.seq})"]
+            return [f"runtime {rec.command_id}: {ev.kind} (seq {ev.seq}) then "
+                    f"{after.kind} (seq {after.seq})"]
     return []
 
 
@@ -170,15 +170,15 @@ def audit(*, runtime_journal: str | os.PathLike[str], exec_log: str | os.PathLik
             truth.notes.append(f"unreadable ledger {path}: {exc}")
             continue
         truth.regressions.extend(_ledger_regressions(history))
-        for cid, rec in records.items():
-            if rec.dispatched_at is None:
+        for cid, mine in records.items():
+            if mine.dispatched_at is None:
                 continue
             truth.dispatched += 1
             if cid in runtime:
                 continue
-            ops = {h.op for h in rec.events}
-            if rec.state is CommandState.REJECTED or "reconcile" in ops:
+            ops = {h.op for h in mine.events}
+            if mine.state is CommandState.REJECTED or "reconcile" in ops:
                 continue
-            truth.lost.append(f"{cid} ({rec.state.value}: {rec.reason})")
+            truth.lost.append(f"{cid} ({mine.state.value}: {mine.reason})")
     truth.protection_latency_s.sort()
     return truth

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import random
 import threading
 import time
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ class FaultProxy:
     """``start()`` returns the endpoint clients connect to instead of ``upstream``."""
 
     def __init__(self, upstream: str, *, bind: str = "tcp://127.0.0.1:*",
-                 context: zmq.Context | None = None) -> None:
+                 context: zmq.Context | None = None, seed: int = 0) -> None:
         self.upstream = upstream
         self.bind = bind
         self.context = context or zmq.Context.instance()
@@ -73,6 +74,8 @@ class FaultProxy:
         self._corrupt_requests = 0
         self._corrupt_replies = 0
         self._corruption = itertools.cycle(CORRUPTIONS)
+        self._rates: dict[str, float] = {}
+        self._rng = random.Random(seed)
         self._delay_s = 0.0
         self._held: list[tuple[float, list[bytes], list[bytes]]] = []  # the proxy thread's
         self._partitioned = False
@@ -115,6 +118,20 @@ class FaultProxy:
         with self._lock:
             self._corrupt_replies += n
 
+    def set_rates(self, **rates: float) -> None:
+        """Per-message fault probabilities (seeded), on top of the counted faults: keys
+        ``drop_requests``, ``drop_replies``, ``duplicate_replies``, ``reorder_replies``,
+        ``corrupt_requests``, ``corrupt_replies``; 0 turns one off. Unlike counts, a rate never
+        piles up while the link is quiet."""
+        known = ("drop_requests", "drop_replies", "duplicate_replies", "reorder_replies",
+                 "corrupt_requests", "corrupt_replies")
+        for name, rate in rates.items():
+            if name not in known or not 0.0 <= rate <= 1.0:
+                raise BridgeError("INVALID_CONFIG", f"fault rate {name}={rate!r}: the name must "
+                                  f"be one of {', '.join(known)} and the rate within 0..1")
+        with self._lock:
+            self._rates.update({f"_{k}": float(v) for k, v in rates.items()})
+
     def delay_replies(self, seconds: float) -> None:
         with self._lock:
             self._delay_s = seconds
@@ -145,7 +162,8 @@ class FaultProxy:
             if left > 0:
                 setattr(self, name, left - 1)
                 return True
-            return False
+            rate = self._rates.get(name, 0.0)
+            return rate > 0.0 and self._rng.random() < rate
 
     def _run(self) -> None:
         front = self.context.socket(zmq.ROUTER)

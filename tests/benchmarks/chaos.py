@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import statistics
 import sys
 import tempfile
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", default=None, help="keep every run's files under this directory")
     p.add_argument("--json", default=None, help="also write every run's record here")
     args = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # clean up children on TERM too
     faults = [f.strip() for f in args.faults.split(",") if f.strip()]
     unknown = [f for f in faults if f not in FAULTS]
     if unknown:

@@ -129,3 +129,19 @@ def test_poll_keeps_observing_while_the_control_channel_is_silent(
             break
         assert time.monotonic() < deadline, "no observation while the control channel was cut"
     assert result.observations[0].extras["source"] == "telemetry"
+
+
+def test_fault_rates_are_checked_and_never_pile_up(start_server, make_bridge, proxy):
+    server = start_server()
+    faults = proxy(server.endpoints["bind"])
+    with pytest.raises(BridgeError, match=r"fault rate drop_replys=0\.5: the name must be one of"):
+        faults.set_rates(drop_replys=0.5)
+    with pytest.raises(BridgeError, match=r"fault rate drop_replies=1\.5"):
+        faults.set_rates(drop_replies=1.5)
+    bridge = make_bridge(faults.endpoint, telemetry="", timeout_s=0.1, retries=2)
+    faults.set_rates(drop_replies=1.0)
+    with pytest.raises(WireError, match="NO_REPLY"):
+        bridge.query("q")
+    faults.set_rates(drop_replies=0.0)  # a rate, not a count: nothing left over
+    assert bridge.query("q").state is RS.NOT_FOUND
+    assert faults.counts.dropped_replies == 2
