@@ -18,6 +18,7 @@ peer talking to the runtime directly).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -34,7 +35,7 @@ from typing import IO, Any
 import zmq
 
 from harness_bt.bridge import RuntimeState
-from harness_bt.errors import BridgeError
+from harness_bt.errors import BridgeError, HarnessError
 from harness_bt.ledger import Command
 from runtime_bridge.chaos.truth import RunTruth, audit, read_exec_log, read_runtime_journal
 from runtime_bridge.zmq.bridge import ZmqBridge, ZmqBridgeConfig
@@ -347,9 +348,13 @@ def run_once(fault: str, seed: int, workdir: str | os.PathLike[str],
         ready = run.start_runtime()
         proxy = FaultProxy(ready["bind"], context=context, seed=seed)
         endpoint = proxy.start()
-        answer = _SCENARIOS[fault](run, proxy, endpoint, context, checks, details, ledgers)
-        details["proxy"] = vars(proxy.counts).copy() if hasattr(proxy.counts, "__dict__") \
-            else {k: getattr(proxy.counts, k) for k in proxy.counts.__slots__}
+        try:
+            answer = _SCENARIOS[fault](run, proxy, endpoint, context, checks, details, ledgers)
+        except HarnessError as exc:  # a process that failed or went silent: a failed run
+            details["error"] = exc.to_dict()
+            checks["ran_to_the_end"] = False
+            answer = {}
+        details["proxy"] = dataclasses.asdict(proxy.counts)
         alive = run.runtime is not None and run.runtime.proc.poll() is None
         checks["runtime_alive"] = alive
         if run.runtime is not None:
