@@ -37,7 +37,13 @@ import zmq
 from harness_bt.bridge import RuntimeState
 from harness_bt.errors import BridgeError, HarnessError
 from harness_bt.ledger import Command
-from runtime_bridge.chaos.truth import RunTruth, audit, read_exec_log, read_runtime_journal
+from runtime_bridge.chaos.truth import (
+    RunTruth,
+    audit,
+    read_exec_log,
+    read_ledger,
+    read_runtime_journal,
+)
 from runtime_bridge.zmq.bridge import ZmqBridge, ZmqBridgeConfig
 from runtime_bridge.zmq.faults import FaultProxy
 from runtime_bridge.zmq.wire import Message, MessageType, decode, encode
@@ -53,7 +59,9 @@ ROOT = Path(__file__).resolve().parents[2]
 class Workload:
     """What a run executes. ``task``: the harness's ``--task``; ``backend`` / ``executors``:
     the runtime's; ``kill_at``: the executor start (1-based) after which a mid-command fault
-    fires; ``settle_s``: how long after that start (the command is running)."""
+    fires; ``settle_s``: how long after that start (the command is running). ``harness``:
+    ``chaos`` (``python -m runtime_bridge.chaos harness``) or ``cli`` (``harness run --runtime
+    --journal`` and ``harness resume``)."""
 
     task: str
     backend: str
@@ -65,6 +73,7 @@ class Workload:
     settle_s: float = 0.3
     tick_s: float = 1.0 / 30.0
     ready_timeout_s: float = 60.0
+    harness: str = "chaos"
 
 
 PICK_AND_PLACE = Workload(task=str(ROOT / "trees" / "pick_and_place.yaml"),
@@ -97,13 +106,14 @@ class RunOutcome:
 class _Proc:
     """A child process whose stderr goes to a file; killed and reaped on ``close``."""
 
-    def __init__(self, args: list[str], log: Path) -> None:
+    def __init__(self, args: list[str], log: Path, *,
+                 module: str = "runtime_bridge.chaos") -> None:
         self.name = args[0]
         self.log = log
         self._err: IO[bytes] = open(log, "ab")  # noqa: SIM115 - closed in close()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-        self.proc = subprocess.Popen([sys.executable, "-m", "runtime_bridge.chaos", *args],
+        self.proc = subprocess.Popen([sys.executable, "-m", module, *args],
                                      stdout=subprocess.PIPE, stderr=self._err, text=True,
                                      env=env, cwd=ROOT)
 
@@ -186,16 +196,44 @@ class _Run:
 
     def start_harness(self, endpoint: str, *, name: str = "harness", epoch: int = 1,
                       resume: bool = False) -> _Proc:
+        """A harness process on ``<name>.db``. ``epoch`` is for the chaos harness only (the
+        ``harness`` command takes a new epoch from the runtime on connect)."""
         w = self.workload
-        args = ["harness", "--endpoint", endpoint, "--task", w.task,
-                "--telemetry", str(self.endpoints["telemetry"]),
-                "--journal", str(self.dir / f"{name}.db"), "--run-id", f"{name}-{self.seed}",
-                "--epoch", str(epoch), "--seed", str(self.seed), "--tick-s", str(w.tick_s),
-                "--max-time-s", str(w.max_time_s),
-                "--trace", str(self.dir / f"{name}{'.resumed' if resume else ''}.jsonl")]
-        proc = _Proc([*args, "--resume"] if resume else args, self.dir / f"{name}.log")
+        journal = str(self.dir / f"{name}.db")
+        trace = str(self.dir / f"{name}{'.resumed' if resume else ''}.jsonl")
+        if w.harness == "cli":
+            args = (["resume", journal, "--runtime", endpoint, "--json", "--trace", trace]
+                    if resume else
+                    ["run", w.task, "--runtime", endpoint, "--journal", journal, "--json",
+                     "--seed", str(self.seed), "--trace", trace])
+            proc = _Proc(args, self.dir / f"{name}.log", module="harness_bt.cli")
+        else:
+            args = ["harness", "--endpoint", endpoint, "--task", w.task,
+                    "--telemetry", str(self.endpoints["telemetry"]), "--journal", journal,
+                    "--run-id", f"{name}-{self.seed}", "--epoch", str(epoch),
+                    "--seed", str(self.seed), "--tick-s", str(w.tick_s),
+                    "--max-time-s", str(w.max_time_s), "--trace", trace]
+            proc = _Proc([*args, "--resume"] if resume else args, self.dir / f"{name}.log")
         self.procs.append(proc)
         return proc
+
+    def epoch_started(self, min_epoch: int) -> list[str]:
+        """Command ids of at least ``min_epoch`` that the runtime has started."""
+        return [cid for cid, r in read_runtime_journal(self.runtime_journal).items()
+                if r.command is not None and r.command.epoch >= min_epoch
+                and any(str(e.kind) == "started" for e in r.events)]
+
+    def wait_for_epoch(self, min_epoch: int, timeout_s: float,
+                       proc: _Proc | None = None) -> list[str]:
+        """Commands of at least ``min_epoch`` the runtime started (waiting up to
+        ``timeout_s``, or until ``proc``, the harness that would send them, has exited)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and (proc is None or proc.proc.poll() is None):
+            found = self.epoch_started(min_epoch)
+            if found:
+                return found
+            time.sleep(0.1)
+        return []
 
     def wait_for_start(self, k: int, timeout_s: float, *, prefix: str = "") -> bool:
         """Wait until the exec log shows ``k`` executor starts (of ids starting with
@@ -322,8 +360,22 @@ class _HostilePeer:
 
 
 def _outcome_of(answer: dict[str, Any]) -> tuple[bool, str]:
+    """(succeeded, reason) from either harness's JSON answer."""
+    if "episodes" in answer:  # harness run / resume --json
+        episodes = answer.get("episodes") or [{}]
+        last = episodes[-1]
+        return last.get("outcome") == "succeeded", str(last.get("reason", "?"))
     result = answer.get("result") or {}
     return result.get("outcome") == "succeeded", str(result.get("reason", "?"))
+
+
+def _commands_of(answer: dict[str, Any]) -> dict[str, str]:
+    if "episodes" in answer:
+        episodes = answer.get("episodes") or [{}]
+        return dict((episodes[-1].get("details") or {}).get("command_reasons") or {})
+    result = answer.get("result") or {}
+    return {cid: f"{state} {result.get('command_reasons', {}).get(cid, '')}"
+            for cid, state in (result.get("commands") or {}).items()}
 
 
 def run_once(fault: str, seed: int, workdir: str | os.PathLike[str],
@@ -361,9 +413,7 @@ def run_once(fault: str, seed: int, workdir: str | os.PathLike[str],
             code = run.runtime.terminate()
             checks["runtime_clean_exit"] = code == 0
         completed, outcome = _outcome_of(answer)
-        result = answer.get("result") or {}
-        details["harness"] = {cid: f"{state} {result.get('command_reasons', {}).get(cid, '')}"
-                              for cid, state in (result.get("commands") or {}).items()}
+        details["harness"] = _commands_of(answer)
     finally:
         if proxy is not None:
             proxy.stop()
@@ -458,8 +508,12 @@ def _harness_kill(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Cont
     time.sleep(w.lease_ms / 1000.0 + 0.5)
     resumed = run.start_harness(endpoint, resume=True)
     answer = run.result(resumed)
-    details["settled"] = answer.get("settled")
-    checks["in_flight_settled"] = bool(answer.get("settled")) or not details["killed_after_starts"]
+    # every command the dead harness had sent is settled (terminal) in the resumed ledger
+    records, _ = read_ledger(run.dir / "harness.db")
+    open_left = [cid for cid in details["killed_after_starts"]
+                 if cid in records and not records[cid].terminal]
+    details["left_open"] = open_left
+    checks["in_flight_settled"] = not open_left
     return answer
 
 
@@ -489,24 +543,25 @@ def _two_harnesses(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Con
         details["note"] = f"the task never reached executor start {w.kill_at}"
         return run.result(old)
     time.sleep(w.settle_s)
-    newer = run.start_harness(endpoint, name="newer", epoch=2)
-    answer_new: dict[str, Any] = {}
-    if run.wait_for_start(1, w.max_time_s, prefix=f"newer-{run.seed}/"):
-        # the older epoch, by hand: a cancel of the newer harness's running command and a
-        # dispatch of a fresh command must both be refused
+    records = read_runtime_journal(run.runtime_journal)
+    old_epoch = max((r.command.epoch for r in records.values() if r.command is not None),
+                    default=1)
+    newer = run.start_harness(endpoint, name="newer", epoch=old_epoch + 1)
+    mine = run.wait_for_epoch(old_epoch + 1, w.max_time_s, newer)
+    if mine:
+        # the older epoch, by hand: a cancel of the newer harness's command and a dispatch of
+        # a fresh command must both be refused
         records = read_runtime_journal(run.runtime_journal)
-        mine = [cid for cid in records if cid.startswith(f"newer-{run.seed}/")]
         running = [cid for cid in mine if records[cid].state is RuntimeState.RUNNING] or mine
-        stale = ZmqBridge(ZmqBridgeConfig(endpoint=endpoint, epoch=1, telemetry=""),
+        stale = ZmqBridge(ZmqBridgeConfig(endpoint=endpoint, epoch=old_epoch, telemetry=""),
                           context=context)
-        try:
-            if running:  # refused whatever its state; a running one keeps running
-                ack = stale.cancel(running[0])
-                checks["stale_cancel_refused"] = not ack.accepted and "STALE_EPOCH" in ack.reason
-                details["stale_cancel_target"] = {"command_id": running[0],
-                                                  "state": ack.state.value}
+        try:  # refused whatever the target's state; a running one keeps running
+            ack = stale.cancel(running[0])
+            checks["stale_cancel_refused"] = not ack.accepted and "STALE_EPOCH" in ack.reason
+            details["stale_cancel_target"] = {"command_id": running[0],
+                                              "state": ack.state.value}
             probe = Command(command_id=f"stale-probe-{run.seed}", skill="home", params={},
-                            epoch=1, start_within_ms=5000, execution_timeout_ms=5000)
+                            epoch=old_epoch, start_within_ms=5000, execution_timeout_ms=5000)
             ack = stale.dispatch(probe)
             checks["stale_dispatch_refused"] = not ack.accepted and "STALE_EPOCH" in ack.reason
         except BridgeError as exc:
@@ -520,9 +575,9 @@ def _two_harnesses(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Con
     # first command at the latest: a hello or heartbeat may have taken over sooner)
     records = read_runtime_journal(run.runtime_journal)
     newer_at = min((r.received_wall for r in records.values()
-                    if r.command is not None and r.command.epoch >= 2), default=None)
+                    if r.command is not None and r.command.epoch > old_epoch), default=None)
     late = [cid for cid, r in records.items()
-            if newer_at is not None and r.command is not None and r.command.epoch < 2
+            if newer_at is not None and r.command is not None and r.command.epoch <= old_epoch
             and r.received_wall > newer_at and r.accepted]
     checks["no_stale_command_accepted"] = newer_at is not None and not late
     details["accepted_after_takeover"] = late
