@@ -51,7 +51,7 @@ def _stale(where: str, message: str) -> WireError:
 def _int(desc: Mapping[str, Any], key: str, where: str) -> int:
     value = desc[key]
     if type(value) is not int or value < 0:
-        raise _bad(where, f"{key!r} is {str(value)[:40]!r}, expected a non-negative int")
+        raise _bad(where, f"{key!r} is {repr(value)[:40]}, expected a non-negative int")
     return value
 
 
@@ -115,13 +115,13 @@ class ShmReader:
     @staticmethod
     def _extents(buffers: Any, used: int, where: str) -> list[tuple[int, int]]:
         if not isinstance(buffers, (list, tuple)) or len(buffers) > MAX_BUFFERS:
-            raise _bad(where, f"'buffers' is {str(buffers)[:60]!r}, expected a list of at most "
+            raise _bad(where, f"'buffers' is {repr(buffers)[:60]}, expected a list of at most "
                        f"{MAX_BUFFERS} (offset, nbytes) pairs")
         out = []
         for i, pair in enumerate(buffers):
             if (not isinstance(pair, (list, tuple)) or len(pair) != 2
                     or not all(type(v) is int and v >= 0 for v in pair)):
-                raise _bad(where, f"buffer {i} is {str(pair)[:60]!r}, expected (offset, nbytes) "
+                raise _bad(where, f"buffer {i} is {repr(pair)[:60]}, expected (offset, nbytes) "
                            "non-negative ints")
             offset, n = pair
             if offset + n > used:
