@@ -170,7 +170,7 @@ HOSTILE = [
     (lambda d: d.update(slot=-1), "SHM_BAD_DESCRIPTOR", r"'slot' is -1, expected a non-negative"),
     (lambda d: d.update(slot=True), "SHM_BAD_DESCRIPTOR", r"'slot' is True"),
     (lambda d: d.update(used=1 << 40), "SHM_BAD_DESCRIPTOR", r"do not fit a slot of"),
-    (lambda d: d.update(buffers=[(1 << 30, 16)] + d["buffers"][1:]), "SHM_BAD_DESCRIPTOR",
+    (lambda d: d.update(buffers=[(1 << 30, 16), *d["buffers"][1:]]), "SHM_BAD_DESCRIPTOR",
      r"buffer 0 at offset 1073741824 of 16 bytes ends past the \d+ bytes used"),
     (lambda d: d.update(buffers=[(0, -5)]), "SHM_BAD_DESCRIPTOR", r"buffer 0 is \(0, -5\)"),
     (lambda d: d.update(buffers="all"), "SHM_BAD_DESCRIPTOR", r"'buffers' is 'all'"),
