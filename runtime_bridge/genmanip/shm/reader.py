@@ -96,6 +96,11 @@ class ShmReader:
             raise _bad(where, f"slot {slot} is out of range; the segment has {header.slots}")
         if used > header.capacity:
             raise _bad(where, f"{used} bytes used do not fit a slot of {header.capacity} bytes")
+        if max_bytes is not None and used > max_bytes:
+            raise WireError("BODY_TOO_LARGE", f"{where}: {used} bytes of arrays, over the limit "
+                            f"of {max_bytes} bytes", http_status=413, where=where,
+                            fix="raise the client's max_response_bytes or send smaller images",
+                            details={"size": used, "limit": max_bytes})
         views = self._extents(desc["buffers"], used, where)
         if generation == 0 or generation % 2:
             raise _bad(where, f"generation {generation} is not a written slot's (even, > 0)")

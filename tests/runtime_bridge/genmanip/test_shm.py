@@ -268,3 +268,9 @@ def test_stale_segments_of_a_dead_process_are_removed_when_a_server_starts(
 def test_a_prefix_with_a_separator_is_refused() -> None:
     with pytest.raises(ValueError, match=r"shm prefix 'a-b' must match"):
         ShmConfig(prefix="a-b")
+
+
+def test_arrays_over_the_clients_response_limit_are_refused(session: Session) -> None:
+    with pytest.raises(WireError, match=r"BODY_TOO_LARGE: .*bytes of arrays, over the limit of "
+                       r"1000 bytes"):
+        session.reader.read(session.send(payload(1, side=32)), max_bytes=1000)
