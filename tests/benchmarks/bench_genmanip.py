@@ -4,8 +4,8 @@ For 2 cameras at 640x480 RGB-D (rendered once by the built-in simulator, then re
 only the transport is timed): the /step round trip through our server and client with the
 compatible encoding, with the binary frames fast path, and with the same-host shared-memory
 fast path (arrays copied out of the segment, and as views on it), and the raw loopback floor
-(the same bytes over a bare HTTP POST to a bare ASGI app on the same uvicorn). Then simulator
-steps per second.
+(the same bytes over a bare HTTP POST to a bare ASGI app on the same uvicorn), the paths taking
+turns every round. Then simulator steps per second.
 
     .venv/bin/python tests/benchmarks/bench_genmanip.py [--rounds 40]
 """
@@ -13,6 +13,7 @@ steps per second.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -70,15 +71,26 @@ def raw_app(body: bytes) -> Callable[..., Any]:
     return app
 
 
-def timed(fn: Callable[[], Any], rounds: int) -> list[float]:
+def interleaved(fns: Mapping[str, Callable[[], Any]], rounds: int) -> dict[str, list[float]]:
+    """Milliseconds per call of each function, taking turns every round, so that a machine
+    whose load changes during the run (2 shared cores) slows every path alike."""
     for _ in range(3):
-        fn()
-    out = []
+        for fn in fns.values():
+            fn()
+    out: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1000.0)
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            out[name].append((time.perf_counter() - t0) * 1000.0)
     return out
+
+
+def check(answer: Any, client: GenManipClient, name: str, media: str) -> Any:
+    if client.last_media_type != media:
+        raise SystemExit(f"{name}: answered in {client.last_media_type}, not {media} "
+                         f"({client.shm_status})")
+    return answer
 
 
 def fmt(ms: list[float]) -> str:
@@ -94,24 +106,24 @@ def transport(rounds: int) -> None:
     print(f"payload: 2 cameras 640x480 RGB-D; compatible {len(compat_bytes) / 1e6:.2f} MB, "
           f"fast path {len(frames_bytes) / 1e6:.2f} MB")
     action = codec.dumps({"0": HOLD})
-    results: dict[str, list[float]] = {}
     paths = (("compatible", {"fast_path": False}, codec.COMPAT_MEDIA_TYPE),
              ("fast path", {"shm": False}, codec.FRAMES_MEDIA_TYPE),
              ("shm fast path", {}, codec.SHM_MEDIA_TYPE),
              ("shm fast path, views", {"shm_copy": False}, codec.SHM_MEDIA_TYPE))
-    with ServerThread(create_app(lambda wid: Replay(obs))) as server:
-        for name, options, media in paths:
-            with GenManipClient(server.url, **options) as client:  # type: ignore[arg-type]
-                client.create_workers()
-                client.reset()
-                results[name] = timed(lambda c=client: c.step({"0": HOLD}), rounds)
-                if client.last_media_type != media:
-                    raise SystemExit(f"{name}: answered in {client.last_media_type}, not "
-                                     f"{media} ({client.shm_status})")
     floors = (("floor (compat bytes)", compat_bytes), ("floor (frames bytes)", frames_bytes))
-    for name, body in floors:
-        with ServerThread(raw_app(body)) as server, httpx.Client(base_url=server.url) as http:
-            results[name] = timed(lambda h=http: h.post("/step", content=action).content, rounds)
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(ServerThread(create_app(lambda wid: Replay(obs))))
+        fns: dict[str, Callable[[], Any]] = {}
+        for name, options, media in paths:
+            client = stack.enter_context(GenManipClient(server.url, **options))  # type: ignore[arg-type]
+            client.create_workers()
+            client.reset()
+            fns[name] = lambda c=client, n=name, m=media: check(c.step({"0": HOLD}), c, n, m)
+        for name, body in floors:
+            raw = stack.enter_context(ServerThread(raw_app(body)))
+            http = stack.enter_context(httpx.Client(base_url=raw.url))
+            fns[name] = lambda h=http: h.post("/step", content=action).content
+        results = interleaved(fns, rounds)
     for name, ms in results.items():
         print(f"  {name:22s} {fmt(ms)}")
     med = {k: statistics.median(v) for k, v in results.items()}
