@@ -64,8 +64,8 @@ class ShmLink:
     def _open(self, http: httpx.Client, timeout: float) -> None:
         try:
             r = http.post(OPEN_ROUTE, json={}, timeout=timeout)
-        except httpx.HTTPError as exc:
-            self._failed(f"opening a session failed ({type(exc).__name__}: {exc})")
+        except httpx.HTTPError as exc:  # the request itself will say what is wrong
+            self.status = f"not negotiated yet (the server did not answer: {exc})"
             return
         if r.status_code in (404, 405):
             self._off(f"the server has no {OPEN_ROUTE} (not harness-bt, or shm disabled)")

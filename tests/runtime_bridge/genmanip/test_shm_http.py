@@ -222,3 +222,18 @@ def test_a_hostile_descriptor_is_an_unknown_step_and_turns_shared_memory_off(
         assert client.shm_status.startswith("off: ")
         assert client.step({"0": HOLD})["0"].obs.timestep == 3
         assert client.last_media_type == codec.FRAMES_MEDIA_TYPE
+
+
+def test_a_server_that_is_down_does_not_turn_shared_memory_off(
+        serve: Callable[..., ServerThread]) -> None:
+    server = serve()
+    port = server.port
+    server.stop()
+    with GenManipClient(server.url) as client:
+        for _ in range(4):
+            with pytest.raises(BridgeError, match="could not connect"):
+                client.reset()
+        assert client.shm_status.startswith("not negotiated yet (the server did not answer")
+        serve(port=port)
+        assert run(client, 1) == [0, 1]
+        assert client.last_media_type == codec.SHM_MEDIA_TYPE
