@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
@@ -237,3 +240,48 @@ def test_a_server_that_is_down_does_not_turn_shared_memory_off(
         serve(port=port)
         assert run(client, 1) == [0, 1]
         assert client.last_media_type == codec.SHM_MEDIA_TYPE
+
+
+def test_segments_of_a_killed_server_are_removed_when_the_next_one_starts(
+        serve: Callable[..., ServerThread], shm_config: ShmConfig) -> None:
+    script = ("import sys, time\n"
+              "from runtime_bridge.genmanip.shm import ShmConfig, ShmSessions\n"
+              f"sessions = ShmSessions(ShmConfig(prefix={shm_config.prefix!r}))\n"
+              "print(sessions.open()['segment'], flush=True)\n"
+              "sys.stdin.read()\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        name = child.stdout.readline().strip()  # type: ignore[union-attr]
+        assert segments(shm_config.prefix) == [name]
+    finally:
+        child.kill()  # no cleanup runs: as a crash
+        child.wait()
+        child.stdin.close()  # type: ignore[union-attr]
+        child.stdout.close()  # type: ignore[union-attr]
+    assert segments(shm_config.prefix) == [name]
+    serve()
+    assert segments(shm_config.prefix) == []
+
+
+def test_a_server_that_keeps_forgetting_the_session_turns_shared_memory_off(
+        shm_config: ShmConfig) -> None:
+    sessions = ShmSessions(shm_config)
+
+    def forgetful(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/harness/shm/open":
+            return httpx.Response(200, json=sessions.open())
+        payload = {"0": Counter().reset()}
+        return httpx.Response(200, content=codec.dumps_frames(payload), headers={
+            "content-type": codec.FRAMES_MEDIA_TYPE, "x-harness-shm-status": "unknown-session"})
+
+    try:
+        with GenManipClient("http://sim.test", transport=httpx.MockTransport(forgetful)) as client:
+            for _ in range(3):
+                assert client.reset()["0"].obs.timestep == 0
+            assert client.shm_status.startswith("off: 3 failures in a row, the last: the server "
+                                                "no longer knows the session")
+            client.reset()
+    finally:
+        sessions.close()
+    assert segments(shm_config.prefix) == []
