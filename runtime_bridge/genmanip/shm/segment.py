@@ -233,6 +233,10 @@ class MappedSegment:
             if not stat.S_ISREG(info.st_mode):
                 raise WireError("SHM_UNAVAILABLE", f"{where}: not a regular file", where=where,
                                 fix="the name belongs to something else; fall back")
+            if info.st_size < HEADER_BYTES:
+                raise WireError("SHM_UNAVAILABLE", f"{where}: segment of {info.st_size} bytes is "
+                                "smaller than its header", where=where,
+                                fix="the name belongs to something else; fall back")
             self._map = mmap.mmap(self._fd, info.st_size, prot=mmap.PROT_READ)
             self.header(where)
         except BaseException:

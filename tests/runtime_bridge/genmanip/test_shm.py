@@ -212,9 +212,13 @@ def test_a_missing_segment_or_a_symlink_cannot_be_mapped(shm_config: ShmConfig,
     os.symlink(tmp_path / "target", tmp_path / "link")
     with pytest.raises(WireError, match=r"SHM_UNAVAILABLE: .*cannot open"):
         ShmReader(str(tmp_path), "link")
-    (tmp_path / "short").write_bytes(b"HBT")
-    with pytest.raises(WireError, match=r"smaller than its header"):
-        ShmReader(str(tmp_path), "short")
+    for name, content in (("short", b"HBT"), ("empty", b""), ("other", bytes(HEADER_BYTES))):
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(WireError, match=r"smaller than its header|not a harness-bt segment"):
+            ShmReader(str(tmp_path), name)
+    os.mkdir(tmp_path / "dir")
+    with pytest.raises(WireError, match=r"SHM_UNAVAILABLE: .*(not a regular file|cannot open)"):
+        ShmReader(str(tmp_path), "dir")
 
 
 def test_closing_unlinks_every_segment_and_the_oldest_session_goes_beyond_the_limit(
