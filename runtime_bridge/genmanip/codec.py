@@ -89,7 +89,7 @@ def encode_tree(obj: Any, *, frames: list[memoryview] | None = None, where: str 
         if frames is None:
             return {"type": "numpy_array", "dtype": dtype, "shape": tuple(array.shape),
                     "data": base64.b64encode(array.data).decode("ascii")}
-        frames.append(memoryview(array).cast("B") if array.size else memoryview(b""))
+        frames.append(memoryview(array.data).cast("B") if array.size else memoryview(b""))
         return {"type": "numpy_buffer", "dtype": dtype, "shape": tuple(array.shape),
                 "index": len(frames) - 1}
     if isinstance(obj, dict):
