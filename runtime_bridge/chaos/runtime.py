@@ -62,9 +62,32 @@ def observation_arrays(obs: Observation) -> tuple[dict[str, Any], dict[str, np.n
 
 
 class ObservingRuntimeServer(RuntimeServer):
-    """A runtime server that also publishes every observation on :data:`OBSERVATION_TOPIC`."""
+    """A runtime server that also publishes every observation on :data:`OBSERVATION_TOPIC`,
+    and times its control loop (``loop_stats()``: the real period between steps, which bounds
+    how soon a hold can take effect)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._last_step: float | None = None
+        self._periods: list[float] = []
+
+    def loop_stats(self) -> dict[str, float | int | None]:
+        periods = sorted(self._periods)
+        if not periods:
+            return {"steps": 0, "period_p50_ms": None, "period_p99_ms": None,
+                    "period_max_ms": None, "late_steps": 0}
+        nominal = self.backend.control_period_s
+        return {"steps": len(periods) + 1,
+                "period_p50_ms": round(1000 * periods[len(periods) // 2], 1),
+                "period_p99_ms": round(1000 * periods[int(0.99 * (len(periods) - 1))], 1),
+                "period_max_ms": round(1000 * periods[-1], 1),
+                "late_steps": sum(p > 1.5 * nominal for p in periods)}
 
     def _publish(self, result: StepResult) -> None:
+        now = time.monotonic()
+        if self._last_step is not None:
+            self._periods.append(now - self._last_step)
+        self._last_step = now
         super()._publish(result)
         if self.publisher is not None:
             body, arrays = observation_arrays(result.observation)
@@ -164,4 +187,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.stop()
         server.backend.close()
         executors.close()
+    print(json.dumps({"loop": server.loop_stats()}), flush=True)
     return 1 if server.failure is not None else 0

@@ -412,6 +412,8 @@ def run_once(fault: str, seed: int, workdir: str | os.PathLike[str],
         if run.runtime is not None:
             code = run.runtime.terminate()
             checks["runtime_clean_exit"] = code == 0
+            with contextlib.suppress(HarnessError, ValueError):
+                details["runtime_loop"] = run.runtime.line(5.0).get("loop")
         completed, outcome = _outcome_of(answer)
         details["harness"] = _commands_of(answer)
     finally:
