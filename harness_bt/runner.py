@@ -308,7 +308,9 @@ class TaskRunner:
         prefix = f"{self.run_id}/"
         adopted = [r.command_id for r in self.ledger.active()
                    if r.command_id.startswith(prefix)]
-        for cid in adopted:  # a resumed run: reconcile what the last process left open
+        earlier = adopted if resume is None else [r.command_id for r in self.ledger
+                                                  if r.command_id.startswith(prefix)]
+        for cid in earlier:  # a resumed run: its commands so far; the open ones get reconciled
             ctx.command_phase.setdefault(cid, cid[len(prefix):].split(".", 1)[0])
         if adopted:
             ctx.emit("resumed", open={cid: self.ledger.get(cid).state.value for cid in adopted})
