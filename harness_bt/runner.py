@@ -25,9 +25,8 @@ from typing import Any
 
 import py_trees
 from py_trees.common import Status
-from statemachine.model import Model
-from statemachine.orderedset import OrderedSet
 
+from harness_bt import checkpoint
 from harness_bt.bridge import RuntimeBridge
 from harness_bt.budget import BreakerBoard, Exhaustion, TaskBudget
 from harness_bt.clock import Clock, SystemClock
@@ -40,7 +39,7 @@ from harness_bt.nodes.registry import NodeRegistry
 from harness_bt.phases import GuardContext, Task
 from harness_bt.reconcile import Reconciler
 from harness_bt.result import TaskResult
-from harness_bt.runjournal import RunCheckpoint, RunJournal, journalable
+from harness_bt.runjournal import RunCheckpoint, RunJournal
 from harness_bt.skill import SkillRegistry
 from harness_bt.trace import Trace
 from harness_bt.world import Perception, WorldModel, scripted_perception
@@ -324,34 +323,13 @@ class TaskRunner:
         self._checkpoint(now, "start" if resume is None else "resumed")
 
     def _restore(self, cp: RunCheckpoint) -> None:
-        """Put back what the checkpoint kept (before the chart is rebuilt)."""
-        ctx = self.context
-        for key, value in cp.blackboard.items():
-            ctx.blackboard.set(key, copy.deepcopy(value), writer="resume")
-        ctx.budget.retries_used = cp.retries_used
-        ctx.counters.update(cp.counters)
-        ctx.plan_version = cp.plan_version
-        for pid, n in cp.activations.items():
-            if pid in self.scopes:
-                self.scopes[pid].activation = n
-        self._durations.update(cp.durations)
-        self._handed_over.update(cp.handed_over)
-        ctx.emit("resume", checkpoint=cp.seq, reason=cp.reason,
-                 configuration=list(cp.configuration), activations=dict(cp.activations),
-                 retries_used=cp.retries_used, elapsed_s=cp.elapsed_s, epoch=cp.epoch,
-                 dropped=list(cp.dropped), restarted=list(self.ledger.restarted))
+        checkpoint.restore(self, cp)
 
     def _reenter(self, cp: RunCheckpoint) -> None:
         """Rebuild the chart in the checkpoint's configuration (no entry actions run), then
         re-enter every active state: atomic phases get their trees reset and the activation
         number they had, so their leaves re-derive the same command ids."""
-        model = Model()
-        model.state = OrderedSet(cp.configuration) if len(cp.configuration) > 1 \
-            else cp.configuration[0]
-        self.chart = self.task.chart_class(model=model, listeners=[_ChartHooks(self)])
-        states = self.task.chart_class.states_map
-        self.chart.history_values = {sid: [states[v] for v in values if v in states]
-                                     for sid, values in cp.history.items()}
+        self.chart = checkpoint.chart_in(self.task, cp, listeners=[_ChartHooks(self)])
         for sid in self._state_order:
             if sid in cp.configuration:
                 if sid in self.scopes:
@@ -362,29 +340,14 @@ class TaskRunner:
 
     def _checkpoint(self, now: float, reason: str) -> None:
         """Journal the run's progress (see :mod:`harness_bt.runjournal`)."""
-        journal = self.journal
-        if journal is None:
+        if self.journal is None:
             return
-        ctx = self.context
         self._checkpointed = self._transitions
         self._progress_at = now
-        board = ctx.blackboard.as_dict()
-        kept = {k: v for k, v in board.items() if journalable(v)}
-        chart = self.chart
-        history = {} if chart is None else {
-            sid: [s.id for s in states] for sid, states in chart.history_values.items()}
-        cp = RunCheckpoint(
-            configuration=self.configuration, activations={
-                pid: scope.activation for pid, scope in self.scopes.items()},
-            blackboard=copy.deepcopy(kept), retries_used=ctx.budget.retries_used,
-            counters=dict(ctx.counters), plan_version=ctx.plan_version,
-            visited=tuple(self.visited), epoch=self.ledger.epoch,
-            elapsed_s=now - self._started_at, ticks=self.ticks, history=history,
-            durations=dict(self._durations), handed_over=dict(self._handed_over),
-            dropped=tuple(sorted(set(board) - set(kept))), reason=reason)
-        seq = journal.checkpoint(cp, wall=self.clock.wall())
-        ctx.emit("checkpoint", seq=seq, reason=reason, configuration=list(cp.configuration),
-                 dropped=list(cp.dropped))
+        cp = checkpoint.take(self, now, reason)
+        seq = self.journal.checkpoint(cp, wall=self.clock.wall())
+        self.context.emit("checkpoint", seq=seq, reason=reason,
+                          configuration=list(cp.configuration), dropped=list(cp.dropped))
 
     def _journal_progress(self, now: float) -> None:
         if self.journal is None or self.phase not in ("running", "draining"):

@@ -223,7 +223,7 @@ def test_a_damaged_header_is_refused_as_corrupt(tmp_path: Path) -> None:
     RunJournal.create(path, header()).close()
     with sqlite3.connect(path) as db:
         db.execute("UPDATE run_meta SET value='{not json' WHERE key='header'")
-    with pytest.raises(DefinitionError, match="RUN_JOURNAL_CORRUPT: .* cannot be read"):
+    with pytest.raises(DefinitionError, match=r"RUN_JOURNAL_CORRUPT: .* cannot be read"):
         RunJournal.open(path)
 
 
@@ -267,7 +267,7 @@ def test_resume_refuses_a_finished_run_and_a_changed_task_file(tmp_path: Path) -
                             runtime_url="tcp://127.0.0.1:5555")
     durable.close()
     task.write_text("name: t2\n")
-    with pytest.raises(DefinitionError, match="TASK_CHANGED: the task file .*task.yaml "
+    with pytest.raises(DefinitionError, match=r"TASK_CHANGED: the task file .*task.yaml "
                        "changed since the run started"):
         open_durable(path)
     task.write_text("name: t\n")
