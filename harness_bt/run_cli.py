@@ -289,9 +289,12 @@ def resume(
         min_epoch = max(durable.ledger.epoch, int(durable.journal.progress().get("epoch", 0)))
         url = runtime or header.runtime_url
         options = RunOptions(task=task.name, runtime_url=url, extra={"min_epoch": min_epoch})
-        if trace is None and header.trace:
+        if trace is None and header.trace:  # run.jsonl -> run.resumed.jsonl, .resumed2, ...
             old = Path(header.trace)
-            trace = old.with_name(f"{old.stem}.resumed{old.suffix or '.jsonl'}")
+            n = 1
+            while (trace := old.with_name(f"{old.stem}.resumed{n if n > 1 else ''}"
+                                          f"{old.suffix or '.jsonl'}")).exists():
+                n += 1
         cp = durable.checkpoint
         if not as_json:
             Console(stderr=True).print(

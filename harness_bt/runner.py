@@ -423,9 +423,9 @@ class TaskRunner:
                 self._held.add(pid)
         if self.phase != "running":
             return
-        if self.chart.is_terminated:
-            final = next((s for s in self.configuration if self.task.final_reason(s)
-                          and self.task.specs[s] in self.task.phases), None)
+        final = next((s for s in self.configuration if self.task.final_reason(s)
+                      and self.task.specs[s] in self.task.phases), None)
+        if self.chart.is_terminated or final is not None:  # (a chart resumed in a final state)
             reason = self.task.final_reason(final) if final else "done"
             self._final_state = final
             self._close("succeeded" if reason == "done" else "aborted", reason or "done")

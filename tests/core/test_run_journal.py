@@ -293,3 +293,54 @@ def test_checkpoints_round_trip_and_fold_in_the_latest_time_used(tmp_path: Path)
     assert json.dumps(back.to_dict(), sort_keys=True) == json.dumps(
         {**cp.to_dict(), "elapsed_s": 2.5}, sort_keys=True)
     journal.close()
+
+
+def test_a_run_killed_twice_resumes_twice(tmp_path: Path) -> None:
+    clock = FakeClock()
+    rt = example_runtime(clock, grasps=[Script(duration_s=0.5, effect=grasp_effect)])
+    path = tmp_path / "run.db"
+    first_run(path, clock, rt)
+    runner, ledger, journal = resumed_runner(path, clock, rt)
+    for _ in range(400):  # dies again, in a later phase (a compound's child)
+        runner.tick()
+        clock.advance(0.05)
+        if "place" in runner.configuration:
+            break
+    assert runner.configuration == ("deliver", "place")
+    runner.close()
+    ledger.close()
+    journal.close()
+
+    runner, ledger, journal = resumed_runner(path, clock, rt)
+    assert runner.resumed_from is not None
+    assert runner.resumed_from.configuration == ("deliver", "place")
+    run_to_end(runner, clock)
+    assert runner.result is not None and runner.result.succeeded
+    assert rt.starts == {"navigate": 1, "align": 1, "approach": 1, "grasp": 1, "place": 1}
+    ledger.close()
+    journal.close()
+
+
+def test_a_run_resumed_in_its_final_state_ends_at_once(tmp_path: Path) -> None:
+    clock = FakeClock()
+    rt = example_runtime(clock, grasps=[Script(duration_s=0.5, effect=grasp_effect)])
+    path = tmp_path / "run.db"
+    journal = RunJournal.create(path, header())
+    ledger = Ledger.open(path, wall_clock=clock.wall, now=clock.monotonic())
+    runner = TaskRunner(fetch_cup_task(), bridge=rt, clock=clock, skills=example_skills(),
+                        ledger=ledger, run_id="r1", journal=journal)
+    run_to_end(runner, clock)
+    assert runner.result is not None and runner.result.succeeded
+    ledger.close()
+    with sqlite3.connect(path) as db:  # as if killed after the last checkpoint, before the end
+        db.execute("UPDATE run_meta SET value='running' WHERE key='status'")
+    journal.close()
+
+    runner, ledger, journal = resumed_runner(path, clock, rt)
+    assert runner.resumed_from is not None and runner.resumed_from.configuration == ("done",)
+    run_to_end(runner, clock, max_ticks=3)
+    assert runner.result is not None and (runner.result.outcome, runner.result.reason) == (
+        "succeeded", "done")
+    assert sum(rt.starts.values()) == 5
+    ledger.close()
+    journal.close()
