@@ -73,7 +73,9 @@ class RuntimeServer:
                           else TelemetryPublisher(cfg.telemetry, clock=self.clock))
         publisher = self.publisher
         self.service = RuntimeService(self.host, name=cfg.service, info={
-            "telemetry": lambda: None if publisher is None else publisher.endpoint})
+            "telemetry": lambda: None if publisher is None else publisher.endpoint,
+            # the simulator's final metric, once a backend that has one sent it
+            "metric": lambda: getattr(backend, "metric", None)})
         plugins = [] if self.publisher is None else [self.publisher]
         self._io: Broker | ServiceWorker
         if cfg.connect is None:
