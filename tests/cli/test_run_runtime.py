@@ -84,10 +84,13 @@ def runtime_records(path: str) -> list[dict[str, Any]]:
 
 
 def assert_nothing_ran_twice(records: list[dict[str, Any]]) -> None:
+    """No command id started twice, and no step (an id without its attempt number) completed
+    twice: in a clean scene nothing legitimately redoes a completed step."""
     started = Counter(r["command_id"] for r in records for k in r["events"] if k == "started")
     assert all(n == 1 for n in started.values()), started
-    steps = Counter(r["command_id"].rsplit("#", 1)[0] for r in records if "started" in r["events"])
-    assert all(n == 1 for n in steps.values()), steps  # no step was started under a second id
+    done = Counter(r["command_id"].rsplit("#", 1)[0] for r in records
+                   if r["state"] == "CONTROL_DONE")
+    assert all(n == 1 for n in done.values()), done
 
 
 def test_pick_cube_against_a_runtime_server(runtime: Callable[..., dict[str, Any]],
@@ -102,8 +105,8 @@ def test_pick_cube_against_a_runtime_server(runtime: Callable[..., dict[str, Any
     assert episode["sim_ended_by"] == "not_judged"
     assert episode["phases_visited"] == ["observe", "approach", "grasp", "evaluate", "done"]
     records = runtime_records(served["journal"])
-    assert sorted(r["skill"] for r in records) == ["approach", "grasp", "lift"]
-    assert {r["state"] for r in records} == {"CONTROL_DONE"}
+    assert {r["skill"] for r in records if r["state"] == "CONTROL_DONE"} == {
+        "approach", "grasp", "lift"}
     assert_nothing_ran_twice(records)
 
 
@@ -158,6 +161,7 @@ def test_harness_killed_mid_command_resumes_and_runs_nothing_twice(
     first.send_signal(signal.SIGKILL)  # mid-grasp: the runtime goes on without a harness
     assert first.wait(20) == -signal.SIGKILL
     before = {r["command_id"]: r for r in runtime_records(served["journal"])}
+    (killed,) = [cid for cid, r in before.items() if r["skill"] == "grasp"]
 
     resumed = subprocess.run(harness("resume", str(journal), "--json"), capture_output=True,
                              text=True, env=ENV, cwd=ROOT, timeout=240)
@@ -166,8 +170,10 @@ def test_harness_killed_mid_command_resumes_and_runs_nothing_twice(
     assert report["episodes"][0]["reason"] == "done"
     records = runtime_records(served["journal"])
     assert_nothing_ran_twice(records)
-    assert sorted(r["skill"] for r in records) == ["approach", "grasp", "lift"]
-    assert {r["state"] for r in records} == {"CONTROL_DONE"}
+    assert {r["skill"] for r in records if r["state"] == "CONTROL_DONE"} == {
+        "approach", "grasp", "lift"}
+    # the grasp was RUNNING when the harness died (the wait above); it finished exactly once
+    assert {r["command_id"]: r["state"] for r in records}[killed] == "CONTROL_DONE"
     # the resumed harness sent no command the runtime had already seen: it reconciled them
     trace = [json.loads(line) for line in (tmp_path / "run.resumed.jsonl").open()]
     sent = {e["command_id"] for e in trace if e["kind"] == "dispatch"}
@@ -179,8 +185,9 @@ def test_harness_killed_mid_command_resumes_and_runs_nothing_twice(
     meta = dict(db.execute("SELECT key, value FROM run_meta").fetchall())
     db.close()
     assert meta["status"] == "finished"
-    assert set(json.loads(meta["result"])["commands"]) == {r["command_id"] for r in records}
-    assert set(json.loads(meta["result"])["commands"].values()) == {"SUCCEEDED"}
+    result = json.loads(meta["result"])
+    assert {r["command_id"] for r in records} <= set(result["commands"])
+    assert result["commands"][killed] == "SUCCEEDED"  # judged from observations after resume
     # the new harness took a newer control epoch than the one it replaced
     epochs = {e["data"]["command"]["epoch"] for e in trace
               if e["kind"] == "command" and e["data"]["op"] == "submit"}
