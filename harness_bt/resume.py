@@ -76,6 +76,7 @@ def start_durable(path: str | os.PathLike[str], *, task_file: str | os.PathLike[
                        trace=None if trace is None else str(Path(trace).resolve()),
                        created_wall=time.time(), harness_version=__version__)
     journal = RunJournal.create(where, header)
+    journal.claim()
     try:
         ledger = Ledger.open(where)
     except LedgerError:
@@ -99,6 +100,12 @@ def open_durable(path: str | os.PathLike[str]) -> DurableRun:
                 "resume", where=where,
                 fix=f"start a new run: harness run {header.task_file} --runtime URL "
                 "--journal NEW.db")
+        pid = journal.live_owner()
+        if pid is not None:
+            raise DefinitionError(
+                "RUN_STILL_ALIVE", f"the harness running {where} is still alive (pid {pid}); "
+                "two harnesses must not drive one run", where=where,
+                fix=f"stop it first (kill {pid}), or wait for it to end")
         if not os.path.isfile(header.task_file):
             raise DefinitionError(
                 "TASK_MISSING", f"the run's task file {header.task_file} is gone",
@@ -109,6 +116,7 @@ def open_durable(path: str | os.PathLike[str]) -> DurableRun:
                 "started (its digest differs); resuming would replay a different task",
                 where=where, fix="restore the file as it was, or start a new run")
         checkpoint = journal.latest()
+        journal.claim()
         ledger = Ledger.open(where)
     except BaseException:
         journal.close()

@@ -30,6 +30,7 @@ import hashlib
 import json
 import math
 import os
+import socket
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -49,6 +50,13 @@ __all__ = [
 
 FORMAT_VERSION = 1
 _TABLES = ("run_meta", "run_checkpoints")
+
+
+def _cmdline(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return None
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:
@@ -290,6 +298,31 @@ class RunJournal:
     def progress_update(self, *, elapsed_s: float, ticks: int, epoch: int) -> None:
         self._db.execute("INSERT OR REPLACE INTO run_meta(key, value) VALUES ('progress', ?)",
                          (json.dumps({"elapsed_s": elapsed_s, "ticks": ticks, "epoch": epoch}),))
+
+    def claim(self) -> None:
+        """Record this process as the run's owner (pid, host), so a second process refuses to
+        resume a run whose harness is still alive."""
+        owner = {"pid": os.getpid(), "host": socket.gethostname(), "cmd": _cmdline(os.getpid())}
+        self._db.execute("INSERT OR REPLACE INTO run_meta(key, value) VALUES ('owner', ?)",
+                         (json.dumps(owner),))
+
+    def live_owner(self) -> int | None:
+        """The pid of the process that owns this run, if it is still alive on this host."""
+        text = self._meta("owner")
+        if text is None:
+            return None
+        owner = json.loads(text)
+        pid = int(owner.get("pid", 0))
+        if owner.get("host") != socket.gethostname() or pid <= 0 or pid == os.getpid():
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:  # alive, someone else's
+            return pid
+        cmd = _cmdline(pid)  # a reused pid runs something else
+        return pid if cmd is None or cmd == owner.get("cmd") else None
 
     def set_epoch(self, epoch: int) -> None:
         """Record a newly taken control epoch before any command is sent under it."""

@@ -344,3 +344,27 @@ def test_a_run_resumed_in_its_final_state_ends_at_once(tmp_path: Path) -> None:
     assert sum(rt.starts.values()) == 5
     ledger.close()
     journal.close()
+
+
+def test_resume_refuses_a_run_whose_harness_is_still_alive(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    task = tmp_path / "task.yaml"
+    task.write_text("name: t\n")
+    path = tmp_path / "run.db"
+    start_durable(path, task_file=task, task_name="t", bridge="zmq",
+                  runtime_url="tcp://127.0.0.1:5555").close()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        cmd = Path(f"/proc/{alive.pid}/cmdline").read_bytes().decode()
+        with sqlite3.connect(path) as db:  # as if that process were the harness of this run
+            db.execute("UPDATE run_meta SET value=? WHERE key='owner'", (json.dumps(
+                {"pid": alive.pid, "host": __import__("socket").gethostname(), "cmd": cmd}),))
+        with pytest.raises(DefinitionError, match=rf"RUN_STILL_ALIVE: the harness running "
+                           rf".* is still alive \(pid {alive.pid}\).*kill {alive.pid}"):
+            open_durable(path)
+    finally:
+        alive.kill()
+        alive.wait()
+    open_durable(path).close()  # once it is gone, the run can be resumed
