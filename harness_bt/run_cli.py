@@ -32,6 +32,7 @@ from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
 from harness_bt.phases import Task
 from harness_bt.resume import DurableRun, open_durable, start_durable
+from harness_bt.runjournal import RunJournal
 from harness_bt.runner import TaskRunner
 from harness_bt.session import RunReport, percentile, run_episodes
 from harness_bt.tasks import load_task
@@ -223,6 +224,8 @@ def run(
             "server can be resumed (the in-process simulator dies with the harness)",
             fix="start one (harness runtime serve --backend sim --bind tcp://127.0.0.1:5555) "
                 "and pass --runtime tcp://127.0.0.1:5555")
+    if journal is not None:
+        RunJournal.check_new(journal)  # before connecting: connecting takes a control epoch
     if runtime and bridge == "inproc":
         bridge = "zmq"
     options = RunOptions(task=task.name, sim_url=sim, episodes=episodes, seed=seed,

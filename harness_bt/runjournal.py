@@ -152,15 +152,21 @@ class RunJournal:
 
     # ------------------------------------------------------------------ construction
 
-    @classmethod
-    def create(cls, path: str | os.PathLike[str], header: RunHeader) -> RunJournal:
-        """Start the journal of a new run; refuses a file that already holds a run."""
+    @staticmethod
+    def check_new(path: str | os.PathLike[str]) -> None:
+        """Refuse a path that already holds something (checked before a run connects)."""
         where = os.fspath(path)
         if os.path.exists(where) and os.path.getsize(where) > 0:
             raise DefinitionError(
                 "RUN_JOURNAL_EXISTS", f"{where} already exists; a new run needs its own journal",
                 where=where, fix=f"resume it with: harness resume {where}; or pass another "
                 "--journal path (or delete this one)")
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], header: RunHeader) -> RunJournal:
+        """Start the journal of a new run; refuses a file that already holds a run."""
+        where = os.fspath(path)
+        cls.check_new(where)
         db = cls._connect(where)
         try:
             db.execute("CREATE TABLE run_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")

@@ -132,11 +132,14 @@ def test_an_unreachable_runtime_says_where_and_how_to_start_one(
      "configure the built-in simulator or episodes"),
     (["--runtime", "not a url"], "INVALID_RUNTIME_URL: --runtime 'not a url' is not a ZeroMQ "
      "endpoint"),
+    (["--runtime", "tcp://127.0.0.1:1", "--journal", "taken.db"], "RUN_JOURNAL_EXISTS: "
+     "taken.db already exists; a new run needs its own journal"),
 ])
 def test_runtime_options_are_checked_before_anything_runs(
         capfd: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         args: list[str], message: str) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "taken.db").write_text("an earlier run")
     assert main(["run", PICK_CUBE, *args]) == 1
     assert message in " ".join(capfd.readouterr().err.split())
     assert not (tmp_path / "x.db").exists()
