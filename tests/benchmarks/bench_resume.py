@@ -5,7 +5,9 @@ finishes it. Each case starts its own ``harness runtime serve --backend sim`` (a
 
 Per case: the outcome, the commands the runtime received, commands it started more than once
 (must be 0), steps it completed more than once (a recovery may redo a step after a failure,
-e.g. the lift the runtime held when its lease ran out), and the wall time of the resume. The
+e.g. the lift the runtime held when its lease ran out), the commands the runtime held itself
+(lease expired), the time from starting ``harness resume`` to its first reconciliation query
+(process start and imports included), and the wall time of the resume. The
 baseline is an uninterrupted journaled run measured in the same session; the ratio is
 (time until the kill + resume) / baseline.
 
@@ -86,6 +88,7 @@ def case(lease_ms: int, skill: str | None) -> dict[str, Any]:
             out, _ = run.communicate(timeout=300)
             report = json.loads(out)
             killed_at = resumed_s = 0.0
+            reconciled_s = None
         else:
             while not any(s == skill and st == "RUNNING"
                           for _, s, st, _ in records(workdir / "rt.db")):
@@ -95,10 +98,16 @@ def case(lease_ms: int, skill: str | None) -> dict[str, Any]:
             run.send_signal(signal.SIGKILL)
             run.communicate()
             killed_at = time.monotonic()
-            res = subprocess.run(harness("resume", str(workdir / "run.db"), "--json"),
+            wall0 = time.time()
+            trace = workdir / "resumed.jsonl"
+            res = subprocess.run(harness("resume", str(workdir / "run.db"), "--json",
+                                         "--trace", str(trace)),
                                  capture_output=True, text=True, cwd=ROOT, timeout=300)
             resumed_s = time.monotonic() - killed_at
             report = json.loads(res.stdout) if res.stdout.startswith("{") else {}
+            walls = [e["wall"] for e in map(json.loads, trace.open())
+                     if e["kind"] == "reconcile"] if trace.exists() else []
+            reconciled_s = walls[0] - wall0 if walls else None
         total = time.monotonic() - began
         recs = records(workdir / "rt.db")
         started = Counter(c for c, _, _, ev in recs for k in ev if k == "started")
@@ -109,7 +118,7 @@ def case(lease_ms: int, skill: str | None) -> dict[str, Any]:
                 "started_twice": sum(n - 1 for n in started.values() if n > 1),
                 "steps_redone": sum(n - 1 for n in done.values() if n > 1),
                 "held": sum(st == "STOPPED" for _, _, st, _ in recs),
-                "resume_s": resumed_s, "total_s": total}
+                "reconciled_s": reconciled_s, "resume_s": resumed_s, "total_s": total}
     finally:
         stop(server)
 
@@ -129,12 +138,14 @@ def main() -> None:
             rows.append(row)
             print(row, flush=True)
     head = ("lease_ms", "kill", "reason", "commands", "started_twice", "steps_redone", "held",
-            "resume_s", "total_s", "x baseline")
+            "reconciled_s", "resume_s", "total_s", "x baseline")
     print(" ".join(f"{h:>13}" for h in head))
     for r in rows:
         print(" ".join(f"{v:>13}" for v in (
             r["lease_ms"], r["kill"], str(r["reason"]), r["commands"], r["started_twice"],
-            r["steps_redone"], r["held"], f"{r['resume_s']:.1f}", f"{r['total_s']:.1f}",
+            r["steps_redone"], r["held"],
+            "-" if r["reconciled_s"] is None else f"{r['reconciled_s']:.2f}",
+            f"{r['resume_s']:.1f}", f"{r['total_s']:.1f}",
             f"{r['total_s'] / baseline['total_s']:.2f}")))
     done = sum(r["reason"] == "done" for r in rows)
     print(f"resumed runs completed: {done}/{len(rows)}; commands started twice: "
