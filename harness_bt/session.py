@@ -300,7 +300,10 @@ def run_episodes(
             began = time.perf_counter()
             while runner.phase != "finished":
                 runner.tick()
-                if runner.phase == "running" and runtime.episode_over:
+                stop_reason = getattr(runtime, "stop_reason", None)
+                if runner.phase == "running" and isinstance(stop_reason, str):
+                    runner.stop("aborted", stop_reason)  # the runtime says this run must end
+                elif runner.phase == "running" and runtime.episode_over:
                     runner.stop("aborted", "aborted_episode_ended")
                 elif runner.phase == "running" and runner.ticks >= max_ticks:
                     runner.stop("max_ticks", "max_ticks")

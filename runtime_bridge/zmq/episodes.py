@@ -12,7 +12,9 @@ None, never inferred.
 Opening takes a new control epoch: one more than both the runtime's epoch and
 ``RunOptions.extra["min_epoch"]`` (a resumed run passes the epoch of the harness it replaces),
 announced with a heartbeat before anything else, so commands and cancels of any earlier
-harness are refused from then on (fencing).
+harness are refused from then on (fencing). A runtime that refuses this harness's heartbeat
+(a newer one took over) sets :attr:`ZmqRuntime.stop_reason` to ``aborted_fenced``: the run
+stops instead of commanding on.
 """
 
 from __future__ import annotations
@@ -90,6 +92,8 @@ class ZmqRuntime:
         self._tick_s = float(tick_s) if tick_s else max(period, DEFAULT_TICK_S)
         self._connect_timeout_s = connect_timeout_s
         self._pending: list[Observation] = []
+        #: Set when the run must end (``aborted_fenced``: a newer epoch took over).
+        self.stop_reason: str | None = None
         self._started = False
         self._index = -1
         self._over = False
@@ -167,6 +171,9 @@ class ZmqRuntime:
 
     def poll(self) -> PollResult:
         result = self.bridge.poll()
+        for notice in result.notices:
+            if notice.kind == "fenced" and self.stop_reason is None:
+                self.stop_reason = "aborted_fenced"  # a newer harness took over: stop
         if self._pending:
             first, self._pending = self._pending, []
             return PollResult(result.events, tuple(first) + result.observations,
