@@ -19,62 +19,19 @@ import argparse
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from harness_bt.bridge import RuntimeState
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import CommandState, Ledger, Verdict
-from harness_bt.observation import CameraFrame, EePose, Observation
 from harness_bt.phases import Task
 from harness_bt.runner import TaskRunner
 from harness_bt.skill import SkillRegistry
 from harness_bt.world import Perception, scripted_perception
 from runtime_bridge.backends import load_object
-from runtime_bridge.chaos.runtime import OBSERVATION_TOPIC
 from runtime_bridge.zmq.bridge import ZmqBridge, ZmqBridgeConfig
-from runtime_bridge.zmq.telemetry import TelemetrySubscriber, TopicValue
 
-__all__ = ["ObservingBridge", "load_workload", "main", "settle_open_commands"]
-
-
-class ObservingBridge(ZmqBridge):
-    """A :class:`ZmqBridge` whose observations are the runtime's whole observations (cameras
-    included) from the :data:`~runtime_bridge.chaos.runtime.OBSERVATION_TOPIC` topic."""
-
-    def _drain_telemetry(self, now: float) -> list[Observation]:
-        if self._subscriber is None:
-            endpoint = self.config.telemetry
-            if endpoint is None and self._hello is not None:
-                endpoint = self._hello.get("telemetry") or ""
-            if not endpoint:
-                return []
-            self._subscriber = TelemetrySubscriber(endpoint, topics=(OBSERVATION_TOPIC,),
-                                                   context=self.context)
-        self._subscriber.drain()
-        value = self._subscriber.latest.get(OBSERVATION_TOPIC)
-        if value is None or value.seq == self._state_seq:
-            return []
-        self._state_seq = value.seq
-        return [observation_from_topic(value, now)]
-
-
-def observation_from_topic(value: TopicValue, now: float) -> Observation:
-    """The :class:`Observation` a runtime published with
-    :func:`~runtime_bridge.chaos.runtime.observation_arrays`."""
-    a, b = value.arrays, value.body
-    cameras = {}
-    for name, fields in dict(b.get("cameras") or {}).items():
-        def get(key: str, name: str = name, fields: Any = fields) -> Any:
-            return a[f"{name}.{key}"] if key in fields else None
-        cameras[name] = CameraFrame(get("rgb"), get("depth"), get("intrinsics"),
-                                    get("position"), get("quaternion_wxyz"))
-    return Observation(
-        cameras=cameras, joint_positions=a["joint_positions"],
-        ee_poses=(EePose(a["ee_position"], a["ee_quaternion"]),),
-        instruction=str(b.get("instruction", "")), timestep=int(b.get("timestep", 0)),
-        reset=bool(b.get("reset", False)), worker_id=str(b.get("worker_id", "0")),
-        received_at=now, extras={"source": "telemetry"})
+__all__ = ["load_workload", "main", "settle_open_commands"]
 
 
 def load_workload(spec: str) -> tuple[Task, SkillRegistry | None, Perception]:
@@ -163,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     task, skills, perception = load_workload(args.task)
     ledger = Ledger.open(args.journal)
     ledger.epoch = max(ledger.epoch, args.epoch)
-    bridge = ObservingBridge(ZmqBridgeConfig(endpoint=args.endpoint, epoch=ledger.epoch,
+    bridge = ZmqBridge(ZmqBridgeConfig(endpoint=args.endpoint, epoch=ledger.epoch,
                                              telemetry=args.telemetry,
                                              timeout_s=args.timeout_s), clock=clock)
     run_id = args.run_id

@@ -1,9 +1,8 @@
 """The runtime process of a chaos run: a ZeroMQ runtime server that also publishes camera
 frames, and counts every executor start in a file the harness never sees.
 
-- :class:`ObservingRuntimeServer` is a :class:`~runtime_bridge.zmq.RuntimeServer` that puts
-  each full observation (joints, end-effector pose, the cameras rendered that step) on the
-  telemetry topic ``observation``, so a harness in another process can perceive the scene;
+- :class:`TimedRuntimeServer` is a :class:`~runtime_bridge.zmq.RuntimeServer` (whose telemetry
+  carries the camera frames the harness perceives) that also times its own control loop;
 - :class:`CountingExecutors` wraps an executor factory and appends one line per executor start
   (``command_id pid monotonic``) to an exec log with ``O_APPEND`` writes, so the count survives
   a SIGKILL and covers every boot of the runtime: the ground truth for double executions;
@@ -22,8 +21,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from harness_bt.executor import Executor, ExecutorFactory, ExecutorStep
 from harness_bt.ledger import Command
 from harness_bt.observation import Observation
@@ -31,40 +28,18 @@ from runtime_bridge.backends import backend_from_spec
 from runtime_bridge.host import Backend, HostConfig, StepResult
 from runtime_bridge.zmq.cli import executors_from_spec
 from runtime_bridge.zmq.server import RuntimeServer, RuntimeServerConfig
+from runtime_bridge.zmq.wire import Limits
 
-__all__ = ["OBSERVATION_TOPIC", "CountingExecutors", "ObservingRuntimeServer", "main",
-           "make_backend", "observation_arrays"]
+__all__ = ["LIMITS", "CountingExecutors", "TimedRuntimeServer", "main", "make_backend"]
 
-#: The telemetry topic that carries whole observations (with camera frames).
-OBSERVATION_TOPIC = "observation"
-_CAMERA_FIELDS = ("rgb", "depth", "intrinsics", "position", "quaternion_wxyz")
-
-
-def observation_arrays(obs: Observation) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """``obs`` as a telemetry body and its arrays (``<camera>.<field>`` per camera)."""
-    arrays: dict[str, np.ndarray] = {
-        "joint_positions": np.asarray(obs.joint_positions),
-        "ee_position": np.asarray(obs.ee_pose.position),
-        "ee_quaternion": np.asarray(obs.ee_pose.quaternion_wxyz),
-    }
-    cameras: dict[str, list[str]] = {}
-    for name, frame in obs.cameras.items():
-        present = []
-        for key in _CAMERA_FIELDS:
-            value = getattr(frame, key)
-            if value is not None:
-                arrays[f"{name}.{key}"] = np.asarray(value)
-                present.append(key)
-        cameras[name] = present
-    body = {"timestep": obs.timestep, "worker_id": obs.worker_id, "reset": obs.reset,
-            "instruction": obs.instruction, "cameras": cameras}
-    return body, arrays
+#: The chaos runtime's message limits: arrays up to 4 MiB (a 256x192 camera frame is 150 kB),
+#: so a frame past the socket's hard cap (about 4 MiB) is cheap for a hostile peer to send.
+LIMITS = Limits(max_array_bytes=4 << 20)
 
 
-class ObservingRuntimeServer(RuntimeServer):
-    """A runtime server that also publishes every observation on :data:`OBSERVATION_TOPIC`,
-    and times its control loop (``loop_stats()``: the real period between steps, which bounds
-    how soon a hold can take effect)."""
+class TimedRuntimeServer(RuntimeServer):
+    """A runtime server that times its control loop (``loop_stats()``: the real period between
+    control steps, which bounds how soon a hold can take effect)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -89,9 +64,6 @@ class ObservingRuntimeServer(RuntimeServer):
             self._periods.append(now - self._last_step)
         self._last_step = now
         super()._publish(result)
-        if self.publisher is not None:
-            body, arrays = observation_arrays(result.observation)
-            self.publisher.put(OBSERVATION_TOPIC, {**body, "t": self.clock.wall()}, arrays)
 
 
 class _Counted:
@@ -168,10 +140,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     dt = 1.0 / args.control_hz
     executors = CountingExecutors(executors_from_spec(args.executors or None), args.exec_log)
-    server = ObservingRuntimeServer(
+    server = TimedRuntimeServer(
         make_backend(args.backend, dt=dt, seed=args.seed), executors,
         RuntimeServerConfig(bind=args.bind, telemetry=args.telemetry or None,
-                            journal=args.journal,
+                            journal=args.journal, limits=LIMITS,
                             host=HostConfig(lease_s=args.lease_ms / 1000.0
                                             if args.lease_ms > 0 else None)))
     stop = threading.Event()

@@ -37,6 +37,7 @@ import zmq
 from harness_bt.bridge import RuntimeState
 from harness_bt.errors import BridgeError, HarnessError
 from harness_bt.ledger import Command
+from runtime_bridge.chaos.runtime import LIMITS
 from runtime_bridge.chaos.truth import (
     RunTruth,
     audit,
@@ -76,8 +77,9 @@ class Workload:
     harness: str = "chaos"
 
 
+#: pick_and_place through ``harness run --runtime`` / ``harness resume`` (the real CLI).
 PICK_AND_PLACE = Workload(task=str(ROOT / "trees" / "pick_and_place.yaml"),
-                          backend="pick_and_place")
+                          backend="pick_and_place", harness="cli")
 
 
 @dataclass
@@ -309,9 +311,9 @@ class _HostilePeer:
     def _frames(self) -> tuple[str, list[bytes]]:
         good = [bytes(f) for f in encode(Message(MessageType.QUERY, 7, "manip", "x",
                                                  {"n": 1}))]
-        kind = self._rng.choice(["garbage", "truncated", "oversized_body", "huge_frame",
-                                 "bad_version", "unknown_type", "extra_frames", "empty_body",
-                                 "bad_json", "no_such_service"])
+        kind = self._rng.choice(["garbage", "truncated", "oversized_body", "bad_version",
+                                 "unknown_type", "extra_frames", "empty_body", "bad_json",
+                                 "no_such_service"] * 3 + ["huge_frame"])
         if kind == "garbage":
             return kind, [self._rng.randbytes(self._rng.randint(1, 64))]
         if kind == "truncated":
@@ -319,7 +321,7 @@ class _HostilePeer:
         if kind == "oversized_body":
             return kind, [good[0], b'{"a":"' + b"x" * ((1 << 20) + 10) + b'"}']
         if kind == "huge_frame":  # past the socket's hard cap: ZeroMQ drops the connection
-            return kind, [good[0], b"x" * ((65 << 20) + (1 << 17))]
+            return kind, [good[0], b"x" * (LIMITS.hard_cap_bytes + (1 << 16))]
         if kind == "bad_version":
             return kind, [good[0][:3] + bytes([99]) + good[0][4:], good[1]]
         if kind == "unknown_type":
@@ -337,7 +339,7 @@ class _HostilePeer:
         while not self._stop.wait(self._rng.uniform(0.05, 0.2)):
             sock = self.context.socket(zmq.REQ)
             sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.RCVTIMEO, 500)
+            sock.setsockopt(zmq.RCVTIMEO, 2000)
             try:
                 sock.connect(self.endpoint)
                 kind, frames = self._frames()

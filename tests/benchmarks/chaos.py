@@ -4,6 +4,8 @@ per row, audited from the runtime's own records (see ``runtime_bridge.chaos``).
     python tests/benchmarks/chaos.py                       # 3 seeded runs of every fault class
     python tests/benchmarks/chaos.py --runs 1 --faults drop,runtime_kill --seed 7
     python tests/benchmarks/chaos.py --light               # the test suite's light workload
+    python tests/benchmarks/chaos.py --harness chaos       # the chaos harness process instead of
+                                                           # harness run --runtime / resume
 
 Columns: runs; tasks completed; double executions (a command id whose executor started more
 than once, from the runtime's exec log and journal); lost commands (dispatched by the harness,
@@ -17,6 +19,7 @@ within one control period, >= 95 % of resumed runs complete, every row check hol
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import signal
 import statistics
@@ -96,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"comma-separated subset of {', '.join(FAULTS)}")
     p.add_argument("--seed", type=int, default=0, help="first seed (run i uses seed + i)")
     p.add_argument("--light", action="store_true", help="the test suite's light workload")
+    p.add_argument("--harness", choices=("cli", "chaos"), default="cli",
+                   help="cli: harness run --runtime / harness resume (default); chaos: the "
+                   "chaos harness process (python -m runtime_bridge.chaos harness)")
     p.add_argument("--keep", default=None, help="keep every run's files under this directory")
     p.add_argument("--json", default=None, help="also write every run's record here")
     args = p.parse_args(argv)
@@ -104,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [f for f in faults if f not in FAULTS]
     if unknown:
         p.error(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(FAULTS)}")
-    workload: Workload = PICK_AND_PLACE
+    workload: Workload = dataclasses.replace(PICK_AND_PLACE, harness=args.harness)
     if args.light:
         from tests.chaos.workload import LIGHT
 
@@ -130,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.monotonic() - began
     print()
     print(f"chaos: task {Path(workload.task).name if '/' in workload.task else workload.task}, "
-          f"{args.runs} run(s) per fault class, seeds {args.seed}..{args.seed + args.runs - 1}")
+          f"harness {workload.harness}, {args.runs} run(s) per fault class, seeds "
+          f"{args.seed}..{args.seed + args.runs - 1}")
     _print_table(rows, period_s)
     baseline = next((r for r in rows if r["fault"] == "none"), None)
     if baseline is not None:
