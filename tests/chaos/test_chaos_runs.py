@@ -2,8 +2,9 @@
 task through it, leaves no double execution, no lost command and no terminal regression, as
 audited from the runtime's own records; the task still completes.
 
-The runs use the light workload (seconds each); ``tests/benchmarks/chaos.py`` runs the
-pick-and-place task under every fault class, and one pick-and-place run is here too."""
+The runs use the light workload (seconds each, the chaos harness process);
+``tests/benchmarks/chaos.py`` runs the pick-and-place task under every fault class through
+``harness run --runtime`` / ``harness resume``, and one such run is here too."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def test_a_fault_class_leaves_no_double_execution_loss_or_regression(fault, tmp_
         assert outcome.truth.protection_latency_s, outcome.to_dict()
 
 
-def test_pick_and_place_survives_a_killed_runtime(tmp_path):
+def test_pick_and_place_through_harness_run_survives_a_killed_runtime(tmp_path):
     outcome = run_once("runtime_kill", seed=0, workdir=tmp_path / "pp", workload=PICK_AND_PLACE)
     assert_sound(outcome)
     assert outcome.details["restarted"], outcome.to_dict()
