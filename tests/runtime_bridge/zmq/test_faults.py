@@ -10,6 +10,7 @@ import pytest
 
 from harness_bt.bridge import RuntimeState
 from harness_bt.errors import BridgeError
+from harness_bt.ledger import EventKind
 from runtime_bridge.zmq import Message, MessageType, WireCode, WireError, decode, encode
 from runtime_bridge.zmq.faults import CORRUPTIONS, FaultProxy, corrupt
 from tests.runtime_bridge.executors import STARTS, command
@@ -145,3 +146,24 @@ def test_fault_rates_are_checked_and_never_pile_up(start_server, make_bridge, pr
     faults.set_rates(drop_replies=0.0)  # a rate, not a count: nothing left over
     assert bridge.query("q").state is RS.NOT_FOUND
     assert faults.counts.dropped_replies == 2
+
+
+def test_poll_waits_longer_on_a_slow_link_until_events_get_through(
+        start_server, make_bridge, proxy):
+    server = start_server()
+    faults = proxy(server.endpoints["bind"])
+    bridge = make_bridge(faults.endpoint, telemetry="", timeout_s=0.8, retries=2,
+                         poll_timeout_s=0.1)
+    bridge.hello()
+    bridge.dispatch(command("slow", "wait", steps=1))
+    faults.delay_replies(0.3)  # every reply comes after the first poll wait
+    seen, polls = [], 0
+    while not any(e.kind is EventKind.CONTROL_DONE for e in seen):
+        polls += 1
+        assert polls <= 12, f"no event got through a 0.3 s link in {polls} polls"
+        seen.extend(e for e in bridge.poll().events if e.command_id == "slow")
+    assert [e.kind for e in seen][-1] is EventKind.CONTROL_DONE
+    faults.delay_replies(0.0)
+    for _ in range(6):  # answers bring the wait back down
+        bridge.poll()
+    assert bridge._poll_wait == pytest.approx(0.1)
