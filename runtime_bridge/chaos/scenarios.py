@@ -3,41 +3,38 @@ injected, audited from the runtime's records (:mod:`runtime_bridge.chaos.truth`)
 
 Each run starts a runtime process (``python -m runtime_bridge.chaos runtime``) on a fresh
 journal, a :class:`~runtime_bridge.zmq.faults.FaultProxy` in front of it, and a harness process
-(``python -m runtime_bridge.chaos harness``) that talks to the runtime through the proxy.
+(``harness run --runtime``, or ``python -m runtime_bridge.chaos harness``: see
+:class:`~runtime_bridge.chaos.processes.Workload`) that talks to the runtime through the proxy.
 Telemetry goes straight from the runtime to the harness. Faults that need a moment
 "mid-command" wait for the ``k``-th executor start in the runtime's exec log.
 
-Fault classes (:data:`FAULTS`): ``drop``, ``delay``, ``duplicate``, ``reorder`` (replies),
-``runtime_kill`` (SIGKILL, restart on the same journal and ports), ``harness_kill`` (SIGKILL,
-then ``--resume``), ``partition`` (longer than the lease), ``two_harnesses`` (a newer epoch
-takes over; the older one's dispatch and cancel must be refused), ``hostile`` (malformed,
-truncated and oversized frames: the harness's own requests and replies corrupted, and a hostile
-peer talking to the runtime directly).
+Fault classes (:data:`FAULTS`): ``none`` (the baseline), ``drop``, ``delay``, ``duplicate``,
+``reorder`` (replies), ``runtime_kill`` (SIGKILL, restart on the same journal and ports),
+``harness_kill`` (SIGKILL, then ``harness resume`` / ``--resume``), ``partition`` (longer than
+the lease), ``two_harnesses`` (a newer epoch takes over; the older one's dispatch and cancel
+must be refused), ``hostile`` (malformed, truncated and oversized frames: the harness's own
+requests and replies corrupted, and a hostile peer talking to the runtime directly).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import random
-import signal
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import zmq
 
 from harness_bt.bridge import RuntimeState
 from harness_bt.errors import BridgeError, HarnessError
 from harness_bt.ledger import Command
-from runtime_bridge.chaos.runtime import LIMITS
+from runtime_bridge.chaos.injectors import HostilePeer, Injector
+from runtime_bridge.chaos.processes import PICK_AND_PLACE, Run, Workload
 from runtime_bridge.chaos.truth import (
     RunTruth,
     audit,
@@ -47,41 +44,11 @@ from runtime_bridge.chaos.truth import (
 )
 from runtime_bridge.zmq.bridge import ZmqBridge, ZmqBridgeConfig
 from runtime_bridge.zmq.faults import FaultProxy
-from runtime_bridge.zmq.wire import Message, MessageType, decode, encode
 
 __all__ = ["FAULTS", "PICK_AND_PLACE", "RunOutcome", "Workload", "run_once"]
 
 FAULTS = ("none", "drop", "delay", "duplicate", "reorder", "runtime_kill", "harness_kill",
           "partition", "two_harnesses", "hostile")
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@dataclass(frozen=True)
-class Workload:
-    """What a run executes. ``task``: the harness's ``--task``; ``backend`` / ``executors``:
-    the runtime's; ``kill_at``: the executor start (1-based) after which a mid-command fault
-    fires; ``settle_s``: how long after that start (the command is running). ``harness``:
-    ``chaos`` (``python -m runtime_bridge.chaos harness``) or ``cli`` (``harness run --runtime
-    --journal`` and ``harness resume``)."""
-
-    task: str
-    backend: str
-    executors: str = ""
-    control_hz: float = 30.0
-    lease_ms: float = 1000.0
-    max_time_s: float = 90.0
-    kill_at: int = 2
-    settle_s: float = 0.3
-    tick_s: float = 1.0 / 30.0
-    ready_timeout_s: float = 60.0
-    harness: str = "chaos"
-
-
-#: pick_and_place through ``harness run --runtime`` / ``harness resume`` (the real CLI).
-PICK_AND_PLACE = Workload(task=str(ROOT / "trees" / "pick_and_place.yaml"),
-                          backend="pick_and_place", harness="cli")
-
-
 @dataclass
 class RunOutcome:
     """One run: the fault, whether the task completed, the audit, and the row-specific checks
@@ -100,262 +67,6 @@ class RunOutcome:
         return {"fault": self.fault, "seed": self.seed, "completed": self.completed,
                 "outcome": self.outcome, "wall_s": round(self.wall_s, 2),
                 "checks": self.checks, "truth": self.truth.to_dict(), "details": self.details}
-
-
-# ---------------------------------------------------------------------- processes
-
-
-class _Proc:
-    """A child process whose stderr goes to a file; killed and reaped on ``close``."""
-
-    def __init__(self, args: list[str], log: Path, *,
-                 module: str = "runtime_bridge.chaos") -> None:
-        self.name = args[0]
-        self.log = log
-        self._err: IO[bytes] = open(log, "ab")  # noqa: SIM115 - closed in close()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-        self.proc = subprocess.Popen([sys.executable, "-m", module, *args],
-                                     stdout=subprocess.PIPE, stderr=self._err, text=True,
-                                     env=env, cwd=ROOT)
-
-    def line(self, timeout_s: float) -> dict[str, Any]:
-        """The next JSON line on stdout, skipping what native libraries print there (raises
-        BridgeError when the process exits or stays silent past ``timeout_s``)."""
-        out: list[str] = []
-
-        def read() -> None:
-            stream = self.proc.stdout
-            while stream is not None:
-                text = stream.readline()
-                if not text or text.lstrip().startswith("{"):
-                    out.append(text)
-                    return
-
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        reader.join(timeout_s)
-        if not out or not out[0]:
-            tail = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
-            raise BridgeError("CHAOS_PROCESS_FAILED", f"{self.name} process gave no "
-                              f"answer in {timeout_s} s (exit {self.proc.poll()}); stderr "
-                              f"tail: {tail}", where=str(self.log))
-        return dict(json.loads(out[0]))
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    def terminate(self, timeout_s: float = 10.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        return self.proc.wait(10)
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.kill()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        self._err.close()
-
-
-@dataclass
-class _Run:
-    """The files and processes of one run."""
-
-    workload: Workload
-    dir: Path
-    seed: int
-    procs: list[_Proc] = field(default_factory=list)
-    runtime: _Proc | None = None
-    endpoints: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def runtime_journal(self) -> Path:
-        return self.dir / "runtime.db"
-
-    @property
-    def exec_log(self) -> Path:
-        return self.dir / "executions.log"
-
-    def start_runtime(self, bind: str = "tcp://127.0.0.1:*",
-                      telemetry: str = "tcp://127.0.0.1:*") -> dict[str, Any]:
-        w = self.workload
-        proc = _Proc(["runtime", "--backend", w.backend, "--executors", w.executors,
-                      "--bind", bind, "--telemetry", telemetry,
-                      "--journal", str(self.runtime_journal), "--exec-log", str(self.exec_log),
-                      "--control-hz", str(w.control_hz), "--lease-ms", str(w.lease_ms),
-                      "--seed", str(self.seed)], self.dir / "runtime.log")
-        self.procs.append(proc)
-        self.runtime = proc
-        self.endpoints = proc.line(w.ready_timeout_s)
-        return self.endpoints
-
-    def start_harness(self, endpoint: str, *, name: str = "harness", epoch: int = 1,
-                      resume: bool = False) -> _Proc:
-        """A harness process on ``<name>.db``. ``epoch`` is for the chaos harness only (the
-        ``harness`` command takes a new epoch from the runtime on connect)."""
-        w = self.workload
-        journal = str(self.dir / f"{name}.db")
-        trace = str(self.dir / f"{name}{'.resumed' if resume else ''}.jsonl")
-        if w.harness == "cli":
-            args = (["resume", journal, "--runtime", endpoint, "--json", "--trace", trace]
-                    if resume else
-                    ["run", w.task, "--runtime", endpoint, "--journal", journal, "--json",
-                     "--seed", str(self.seed), "--trace", trace])
-            proc = _Proc(args, self.dir / f"{name}.log", module="harness_bt.cli")
-        else:
-            args = ["harness", "--endpoint", endpoint, "--task", w.task,
-                    "--telemetry", str(self.endpoints["telemetry"]), "--journal", journal,
-                    "--run-id", f"{name}-{self.seed}", "--epoch", str(epoch),
-                    "--seed", str(self.seed), "--tick-s", str(w.tick_s),
-                    "--max-time-s", str(w.max_time_s), "--trace", trace]
-            proc = _Proc([*args, "--resume"] if resume else args, self.dir / f"{name}.log")
-        self.procs.append(proc)
-        return proc
-
-    def epoch_started(self, min_epoch: int) -> list[str]:
-        """Command ids of at least ``min_epoch`` that the runtime has started."""
-        return [cid for cid, r in read_runtime_journal(self.runtime_journal).items()
-                if r.command is not None and r.command.epoch >= min_epoch
-                and any(str(e.kind) == "started" for e in r.events)]
-
-    def wait_for_epoch(self, min_epoch: int, timeout_s: float,
-                       proc: _Proc | None = None) -> list[str]:
-        """Commands of at least ``min_epoch`` the runtime started (waiting up to
-        ``timeout_s``, or until ``proc``, the harness that would send them, has exited)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and (proc is None or proc.proc.poll() is None):
-            found = self.epoch_started(min_epoch)
-            if found:
-                return found
-            time.sleep(0.1)
-        return []
-
-    def wait_for_start(self, k: int, timeout_s: float, *, prefix: str = "") -> bool:
-        """Wait until the exec log shows ``k`` executor starts (of ids starting with
-        ``prefix``)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            starts = read_exec_log(self.exec_log)
-            if sum(n for cid, n in starts.items() if cid.startswith(prefix)) >= k:
-                return True
-            time.sleep(0.02)
-        return False
-
-    def result(self, proc: _Proc) -> dict[str, Any]:
-        return proc.line(self.workload.max_time_s + 60.0)
-
-    def close(self) -> None:
-        for proc in self.procs:
-            proc.close()
-
-
-# ---------------------------------------------------------------------- injectors
-
-
-class _Injector:
-    """Calls ``inject(rng)`` at seeded random intervals on its own thread until stopped."""
-
-    def __init__(self, inject: Callable[[random.Random], None], seed: int,
-                 every_s: tuple[float, float] = (0.2, 0.6)) -> None:
-        self._inject = inject
-        self._rng = random.Random(seed)
-        self._every = every_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="chaos-injector", daemon=True)
-        self.count = 0
-
-    def __enter__(self) -> _Injector:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5.0)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._rng.uniform(*self._every)):
-            self._inject(self._rng)
-            self.count += 1
-
-
-class _HostilePeer:
-    """Sends malformed, truncated, oversized and otherwise wrong frames straight to the
-    runtime from raw sockets, on its own thread; counts the answers it gets."""
-
-    def __init__(self, endpoint: str, seed: int, context: zmq.Context) -> None:
-        self.endpoint = endpoint
-        self.context = context
-        self._rng = random.Random(seed)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="chaos-hostile", daemon=True)
-        self.sent = 0
-        self.error_replies = 0
-        self.silent = 0
-        self.dropped_connections = 0
-
-    def __enter__(self) -> _HostilePeer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(10.0)
-
-    def _frames(self) -> tuple[str, list[bytes]]:
-        good = [bytes(f) for f in encode(Message(MessageType.QUERY, 7, "manip", "x",
-                                                 {"n": 1}))]
-        kind = self._rng.choice(["garbage", "truncated", "oversized_body", "bad_version",
-                                 "unknown_type", "extra_frames", "empty_body", "bad_json",
-                                 "no_such_service"] * 3 + ["huge_frame"])
-        if kind == "garbage":
-            return kind, [self._rng.randbytes(self._rng.randint(1, 64))]
-        if kind == "truncated":
-            return kind, [good[0][: self._rng.randint(1, len(good[0]) - 1)]]
-        if kind == "oversized_body":
-            return kind, [good[0], b'{"a":"' + b"x" * ((1 << 20) + 10) + b'"}']
-        if kind == "huge_frame":  # past the socket's hard cap: ZeroMQ drops the connection
-            return kind, [good[0], b"x" * (LIMITS.hard_cap_bytes + (1 << 16))]
-        if kind == "bad_version":
-            return kind, [good[0][:3] + bytes([99]) + good[0][4:], good[1]]
-        if kind == "unknown_type":
-            return kind, [good[0][:4] + bytes([250]) + good[0][5:], good[1]]
-        if kind == "extra_frames":
-            return kind, [*good, b"stray", b"more"]
-        if kind == "empty_body":
-            return kind, [good[0], b""]
-        if kind == "bad_json":
-            return kind, [good[0], b"{not json"]
-        other = [bytes(f) for f in encode(Message(MessageType.QUERY, 9, "nope", "x"))]
-        return kind, other
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._rng.uniform(0.05, 0.2)):
-            sock = self.context.socket(zmq.REQ)
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.RCVTIMEO, 2000)
-            try:
-                sock.connect(self.endpoint)
-                kind, frames = self._frames()
-                sock.send_multipart(frames)
-                self.sent += 1
-                try:
-                    reply = decode(sock.recv_multipart())
-                    if reply.type is MessageType.ERROR:
-                        self.error_replies += 1
-                except zmq.Again:
-                    if kind == "huge_frame":
-                        self.dropped_connections += 1
-                    else:
-                        self.silent += 1
-            finally:
-                sock.close(0)
 
 
 # ---------------------------------------------------------------------- one run
@@ -386,7 +97,7 @@ def run_once(fault: str, seed: int, workdir: str | os.PathLike[str],
     if fault not in FAULTS:
         raise BridgeError("INVALID_CONFIG", f"unknown fault {fault!r}; known: "
                           f"{', '.join(FAULTS)}", fix="pick one of the listed fault classes")
-    run = _Run(workload, Path(workdir), seed)
+    run = Run(workload, Path(workdir), seed)
     if run.dir.exists() and any(run.dir.iterdir()):
         raise BridgeError("INVALID_CONFIG", f"chaos run directory {run.dir} is not empty; its "
                           "journals and exec log would mix with this run's",
@@ -428,7 +139,7 @@ def run_once(fault: str, seed: int, workdir: str | os.PathLike[str],
                       checks, details)
 
 
-_Scenario = Callable[[_Run, FaultProxy, str, zmq.Context, dict[str, bool], dict[str, Any],
+_Scenario = Callable[[Run, FaultProxy, str, zmq.Context, dict[str, bool], dict[str, Any],
                       list[Path]], dict[str, Any]]
 
 
@@ -437,14 +148,14 @@ def _with_rates(every_s: tuple[float, float] = (0.2, 0.6),
                 **rates: float) -> _Scenario:
     """A scenario that sets per-message fault ``rates`` on the proxy for the whole run (and
     calls ``inject`` at seeded random intervals, when given)."""
-    def scenario(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+    def scenario(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                  checks: dict[str, bool], details: dict[str, Any],
                  ledgers: list[Path]) -> dict[str, Any]:
         proxy.set_rates(**rates)
         harness = run.start_harness(endpoint)
         if inject is None:
             return run.result(harness)
-        with _Injector(lambda rng: inject(proxy, rng), run.seed, every_s) as injector:
+        with Injector(lambda rng: inject(proxy, rng), run.seed, every_s) as injector:
             answer = run.result(harness)
         details["injections"] = injector.count
         return answer
@@ -463,12 +174,12 @@ def _reorder_hold(proxy: FaultProxy, rng: random.Random) -> None:
     proxy.reorder_replies(0, hold_s=rng.choice([0.2, 0.8]))
 
 
-def _hostile(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+def _hostile(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
              checks: dict[str, bool], details: dict[str, Any],
              ledgers: list[Path]) -> dict[str, Any]:
     proxy.set_rates(corrupt_requests=0.05, corrupt_replies=0.05)
     harness = run.start_harness(endpoint)
-    with _HostilePeer(run.endpoints["bind"], run.seed, context) as peer:
+    with HostilePeer(run.endpoints["bind"], run.seed, context) as peer:
         answer = run.result(harness)
     details["hostile"] = {"sent": peer.sent, "error_replies": peer.error_replies,
                           "silent": peer.silent, "dropped_connections": peer.dropped_connections}
@@ -477,7 +188,7 @@ def _hostile(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
     return answer
 
 
-def _runtime_kill(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+def _runtime_kill(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                   checks: dict[str, bool], details: dict[str, Any],
                   ledgers: list[Path]) -> dict[str, Any]:
     harness = run.start_harness(endpoint)
@@ -497,7 +208,7 @@ def _runtime_kill(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Cont
     return run.result(harness)
 
 
-def _harness_kill(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+def _harness_kill(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                   checks: dict[str, bool], details: dict[str, Any],
                   ledgers: list[Path]) -> dict[str, Any]:
     harness = run.start_harness(endpoint)
@@ -521,7 +232,7 @@ def _harness_kill(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Cont
     return answer
 
 
-def _partition(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+def _partition(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                checks: dict[str, bool], details: dict[str, Any],
                ledgers: list[Path]) -> dict[str, Any]:
     harness = run.start_harness(endpoint)
@@ -537,7 +248,7 @@ def _partition(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context
     return run.result(harness)
 
 
-def _two_harnesses(run: _Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+def _two_harnesses(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                    checks: dict[str, bool], details: dict[str, Any],
                    ledgers: list[Path]) -> dict[str, Any]:
     old = run.start_harness(endpoint, name="harness", epoch=1)
