@@ -88,13 +88,18 @@ class MemoryRuntimeJournal:
 
 
 class SqliteRuntimeJournal:
-    """The runtime's records in one SQLite file in WAL mode, one row per command id."""
+    """The runtime's records in one SQLite file in WAL mode, one row per command id.
+
+    It keeps the ids of its rows in memory (read at opening, kept up to date by ``write`` and
+    ``purge``: this connection must be the file's only writer), so ``get`` answers a new id
+    without a query; that costs some 100 bytes per retained record."""
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL",
                  autocheckpoint: bool = True) -> None:
         self.path = os.fspath(path)
         self.commits = 0  # committed writes since opening (a checkpointer compares it)
         self._checkpointer: sqlite3.Connection | None = None
+        self._ids: set[str] = set()  # every command_id in the table
         if synchronous.upper() not in {"NORMAL", "FULL", "EXTRA"}:
             raise BridgeError(
                 "INVALID_CONFIG",
@@ -111,7 +116,7 @@ class SqliteRuntimeJournal:
                 "CREATE TABLE IF NOT EXISTS runtime_commands (command_id TEXT PRIMARY KEY, "
                 "digest TEXT, command TEXT, accepted INTEGER NOT NULL, state TEXT NOT NULL, "
                 "reason TEXT NOT NULL, received_wall REAL NOT NULL, finished_wall REAL, "
-                "last_seq INTEGER NOT NULL, events TEXT NOT NULL)"
+                "last_seq INTEGER NOT NULL, events TEXT NOT NULL) WITHOUT ROWID"
             )
             self._db.execute(
                 "CREATE INDEX IF NOT EXISTS runtime_commands_finished "
@@ -132,6 +137,8 @@ class SqliteRuntimeJournal:
                     where=self.path,
                     fix="open it with the harness-bt version that wrote it, or start a new one",
                 )
+            self._ids.update(row[0] for row in self._db.execute(
+                "SELECT command_id FROM runtime_commands"))
         except sqlite3.DatabaseError as exc:
             raise BridgeError(
                 "JOURNAL_FAILED",
@@ -141,6 +148,8 @@ class SqliteRuntimeJournal:
             ) from exc
 
     def get(self, command_id: str) -> RuntimeRecord | None:
+        if command_id not in self._ids:  # a new id: no need to ask SQLite
+            return None
         row = self._query_one(
             f"SELECT {_COLUMNS} FROM runtime_commands WHERE command_id=?", (command_id,)
         )
@@ -170,6 +179,7 @@ class SqliteRuntimeJournal:
                     rows[0],
                 )
                 self.commits += 1
+                self._ids.add(rows[0][0])
                 return
             self._db.execute("BEGIN")
             if rows:
@@ -185,6 +195,7 @@ class SqliteRuntimeJournal:
                 )
             self._db.execute("COMMIT")
             self.commits += 1
+            self._ids.update(row[0] for row in rows)
         except sqlite3.DatabaseError as exc:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
@@ -205,14 +216,15 @@ class SqliteRuntimeJournal:
 
     def purge(self, finished_before_wall: float) -> int:
         try:
-            cur = self._db.execute(
+            gone = self._db.execute(
                 "DELETE FROM runtime_commands "
-                "WHERE finished_wall IS NOT NULL AND finished_wall < ?",
+                "WHERE finished_wall IS NOT NULL AND finished_wall < ? RETURNING command_id",
                 (finished_before_wall,),
-            )
+            ).fetchall()
         except sqlite3.DatabaseError as exc:
             raise self._failed("write", exc) from exc
-        return cur.rowcount
+        self._ids.difference_update(row[0] for row in gone)
+        return len(gone)
 
     def meta(self, key: str) -> str | None:
         row = self._query_one("SELECT value FROM runtime_meta WHERE key=?", (key,))

@@ -115,7 +115,7 @@ class RuntimeRecord:
             self.received_wall,
             self.finished_wall,
             self.last_seq,
-            json.dumps([e.to_wire() for e in self.events]),
+            json.dumps([e.to_wire() for e in self.events]) if self.events else "[]",
         )
 
     @classmethod
