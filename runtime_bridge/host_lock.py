@@ -18,39 +18,44 @@ __all__ = ["HostLock"]
 class HostLock:
     """A :class:`threading.RLock` (``with lock:``) that counts the threads blocked on it."""
 
-    __slots__ = ("_lock", "_waiters")
+    __slots__ = ("_depth", "_lock", "_waiters")
 
-    #: how long :meth:`share` sleeps, lock released, so that a waiting thread (woken by the
-    #: release) takes the GIL and the lock before the sharer takes them back
+    #: how often :meth:`share` looks whether the waiting threads have taken the lock
     HANDOFF_S = 0.00005
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._waiters: set[int] = set()  # set.add / discard are atomic under the GIL
+        self._depth = 0  # how many times the owner holds it (changed by the owner only)
 
     @property
     def contended(self) -> bool:
         return bool(self._waiters)
 
     def acquire(self) -> None:
-        if self._lock.acquire(blocking=False):
-            return
-        me = threading.get_ident()
-        self._waiters.add(me)
-        try:
-            self._lock.acquire()
-        finally:
-            self._waiters.discard(me)
+        if not self._lock.acquire(blocking=False):
+            me = threading.get_ident()
+            self._waiters.add(me)
+            try:
+                self._lock.acquire()
+            finally:
+                self._waiters.discard(me)
+        self._depth += 1
 
     def release(self) -> None:
+        self._depth -= 1
         self._lock.release()
 
     def share(self) -> None:
-        """Release the lock (held once), give a waiting thread the chance to take it, and take
-        it back (after that thread is done with it)."""
-        self._lock.release()
+        """Release the lock (when held once), wait until each thread that was waiting for it
+        has taken it, and take it back (after they are done with it)."""
+        waiting = set(self._waiters)
+        if not waiting or self._depth != 1:
+            return
+        self.release()
         try:
-            time.sleep(self.HANDOFF_S)
+            while waiting & self._waiters:
+                time.sleep(self.HANDOFF_S)
         finally:
             self.acquire()
 
@@ -60,4 +65,4 @@ class HostLock:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self._lock.release()
+        self.release()
