@@ -10,7 +10,6 @@ itself, so errors, limits and accepted inputs stay exactly those of the standard
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
@@ -20,8 +19,10 @@ __all__ = ["dumps", "loads"]
 #: dataclasses and datetimes go to ``default`` (there is none: TypeError), as :mod:`json` refuses
 #: them; a NaN becomes ``null``, so any output with ``null`` in it is written again by json.
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
-#: 19 or more digits in a row may be an integer orjson would read as a float
-_LONG_DIGITS = re.compile(rb"\d{19}")
+#: 19 or more digits in a row may be an integer orjson would read as a float: digits map to
+#: "0", all else to " ", and the run is a substring search (both in C; a regex is slower)
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_RUN = b"0" * 19
 
 
 def _reject_constant(name: str) -> Any:
@@ -43,7 +44,7 @@ def dumps(value: Any) -> bytes:
 def loads(data: bytes | bytearray | memoryview) -> Any:
     """Parse UTF-8 JSON text; refuses NaN and infinities. Raises what ``json.loads`` raises
     (``ValueError``, ``UnicodeDecodeError``, ``RecursionError``)."""
-    if not _LONG_DIGITS.search(data):
+    if _LONG_RUN not in bytes(data).translate(_DIGITS):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
