@@ -87,6 +87,7 @@ app.command("import-xml")(_spec_cli.import_xml)
 app.command("viz")(_viz_cli.viz)
 app.command("replay")(_viz_cli.replay)
 app.command("run")(run_cli.run)
+app.command("resume")(run_cli.resume)
 
 
 def _load_plugins() -> None:

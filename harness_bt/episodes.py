@@ -43,6 +43,7 @@ class RunOptions:
     ``episodes`` / ``seed``: how many episodes, from which layout seed. ``faults``: fault rates
     for the built-in simulator (``slip``, ``nudge``, ``occlude``, ``drop``, ``delay``).
     ``cameras``: camera specs for the built-in simulator (None: the runtime's default).
+    ``runtime_url``: a runtime server to drive (``harness run --runtime URL``).
     ``extra``: runtime-specific settings.
     """
 
@@ -53,6 +54,7 @@ class RunOptions:
     faults: Mapping[str, float] = field(default_factory=dict)
     cameras: tuple[str, ...] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    runtime_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

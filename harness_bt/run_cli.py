@@ -1,11 +1,14 @@
 """``harness run TASK_FILE``: run a task against a simulator and report, per episode and
-overall, the task's own verdict beside the simulator's metric.
+overall, the task's own verdict beside the simulator's metric; ``harness resume FILE``.
 
 With no option it starts the built-in simulator in-process and runs one episode; ``--sim URL``
-drives any GenManip server instead. A live view (active phase, running nodes, commands,
-budgets) shows on a terminal, unless ``--json`` asks for the machine-readable summary on
-stdout. Exit status: 0 when every episode succeeded by the task's own evaluation, 1 when some
-did not, 2 when any success was false (the simulator's metric says failed).
+drives any GenManip server instead; ``--runtime URL`` ticks the task on wall-clock time
+against a ZeroMQ runtime server (``harness runtime serve``), and ``--journal FILE`` then makes
+the run resumable with ``harness resume FILE`` after the harness died
+(:mod:`harness_bt.resume`). A live view (active phase, running nodes, commands, budgets) shows
+on a terminal, unless ``--json`` asks for the machine-readable summary on stdout. Exit status:
+0 when every episode succeeded by the task's own evaluation, 1 when some did not, 2 when any
+success was false (the simulator's metric says failed).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import typer
@@ -28,11 +31,13 @@ from harness_bt.episodes import EpisodeRuntime, RunOptions, runtime_registry
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
 from harness_bt.phases import Task
+from harness_bt.resume import DurableRun, open_durable, start_durable
+from harness_bt.runjournal import RunJournal
 from harness_bt.runner import TaskRunner
 from harness_bt.session import RunReport, percentile, run_episodes
 from harness_bt.tasks import load_task
 
-__all__ = ["parse_inject", "render_summary", "run"]
+__all__ = ["parse_inject", "render_summary", "resume", "run"]
 
 _OPEN = {CommandState.ACCEPTED, CommandState.RUNNING, CommandState.CANCELING,
          CommandState.EVALUATING, CommandState.RECONCILING, CommandState.UNKNOWN}
@@ -131,6 +136,10 @@ def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}{unit}"
 
 
+def _pct(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate * 100:.1f}%"
+
+
 def render_summary(report: RunReport, console: Console) -> None:
     """Per-episode table and the overall figures."""
     table = Table(title=f"harness run {report.task}: {len(report.episodes)} episode(s)")
@@ -138,7 +147,8 @@ def render_summary(report: RunReport, console: Console) -> None:
                 "cmds", "sim s", "wall s", "decision p50/p99 ms"):
         table.add_column(col, justify="right" if col not in ("harness", "simulator") else "left")
     for e in report.episodes:
-        sim = f"? ({e.sim_ended_by})" if e.sim_success is None else \
+        sim = "-" if e.sim_ended_by == "not_judged" else \
+            f"? ({e.sim_ended_by})" if e.sim_success is None else \
             "[green]success[/]" if e.sim_success else "[red]failed[/]"
         harness = f"[green]{e.reason}[/]" if e.succeeded else f"[red]{e.reason}[/]"
         if e.false_success:
@@ -154,8 +164,8 @@ def render_summary(report: RunReport, console: Console) -> None:
     sim_rate = report.sim_success_rate
     lat = data["decision_latency_ms"]
     console.print(
-        f"success (task's own evaluation): [bold]{_fmt(None if rate is None else rate * 100)}%"
-        f"[/]   simulator's metric: [bold]{_fmt(None if sim_rate is None else sim_rate * 100)}%"
+        f"success (task's own evaluation): [bold]{_pct(rate)}"
+        f"[/]   simulator's metric: [bold]{_pct(sim_rate)}"
         f"[/]   false successes: [bold]{report.false_success_count}[/]   unknown: "
         f"{report.unknown_count}")
     console.print(
@@ -193,15 +203,40 @@ def run(
                                    "(harness_bt.perception; default: the only one)."),
     num_steps: int = typer.Option(None, "--num-steps", help="Steps per episode (built-in "
                                   "simulator: default 600; a server: what it reports)."),
+    runtime: str = typer.Option(None, "--runtime", help="A ZeroMQ runtime server, e.g. "
+                                "tcp://127.0.0.1:5555 (harness runtime serve): wall-clock "
+                                "time, one run against its scene."),
+    journal: Path = typer.Option(None, "--journal", help="Journal the run (ledger, chart, "
+                                 "progress) in this SQLite file, so that harness resume FILE "
+                                 "can finish it after a crash (needs --runtime)."),
 ) -> None:
     """Run a task file against a simulator, episode by episode, and report honestly."""
     task = load_task(task_file)
     extra: dict[str, object] = {}
     if num_steps is not None:
         extra["num_steps"] = num_steps
+    if runtime and sim:
+        raise DefinitionError("INVALID_OPTION", "--runtime and --sim both name a runtime",
+                              fix="pass one of them")
+    if journal is not None and not runtime:
+        raise DefinitionError(
+            "JOURNAL_NEEDS_RUNTIME", f"--journal {journal}: only a run against a runtime "
+            "server can be resumed (the in-process simulator dies with the harness)",
+            fix="start one (harness runtime serve --backend sim --bind tcp://127.0.0.1:5555) "
+                "and pass --runtime tcp://127.0.0.1:5555")
+    if journal is not None:
+        RunJournal.check_new(journal)  # before connecting: connecting takes a control epoch
+    if runtime and bridge == "inproc":
+        bridge = "zmq"
     options = RunOptions(task=task.name, sim_url=sim, episodes=episodes, seed=seed,
                          faults=parse_inject(inject), cameras=tuple(camera) if camera else None,
-                         extra=extra)
+                         extra=extra, runtime_url=runtime)
+    open_journal = None
+    if journal is not None:
+        def open_journal(_: EpisodeRuntime) -> DurableRun:
+            return start_durable(journal, task_file=task_file, task_name=task.name,
+                                 bridge=bridge, runtime_url=runtime, perception=perception,
+                                 trace=None if trace is None else str(trace))
     if graph is not None:
         from harness_bt.viz.render import FORMATS
 
@@ -215,7 +250,7 @@ def run(
             import tempfile
 
             trace = Path(stack.enter_context(tempfile.TemporaryDirectory())) / f"{task.name}.jsonl"
-        report = _run(task, options, bridge, perception, trace, as_json)
+        report = _run(task, options, bridge, perception, trace, as_json, open_journal)
         if graph is not None and report.episodes and report.episodes[-1].trace_path:
             from harness_bt.viz.render import render, write
 
@@ -225,6 +260,10 @@ def run(
         if temporary:  # deleted with its directory: the report does not point at it
             report = dataclasses.replace(report, episodes=tuple(
                 dataclasses.replace(e, trace_path=None) for e in report.episodes))
+    _report(report, as_json)
+
+
+def _report(report: RunReport, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict()) + "\n")
     else:
@@ -235,8 +274,48 @@ def run(
         raise typer.Exit(1)
 
 
+def resume(
+    journal: Path = typer.Argument(..., help="The file a harness run --journal wrote."),
+    runtime: str = typer.Option(None, "--runtime", help="The runtime's address, when it "
+                                "moved (default: the one the run used)."),
+    trace: Path = typer.Option(None, "--trace", help="JSONL trace of the resumed part "
+                               "(default: the run's trace name with .resumed)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+) -> None:
+    """Finish a journaled run after the harness died: rebuild its state, take a new control
+    epoch, reconcile every command left in flight with the runtime, and go on from the
+    active phase; no completed command runs again."""
+    durable = open_durable(journal)
+    try:
+        header = durable.header
+        task = load_task(Path(header.task_file))
+        min_epoch = max(durable.ledger.epoch, int(durable.journal.progress().get("epoch", 0)))
+        url = runtime or header.runtime_url
+        options = RunOptions(task=task.name, runtime_url=url, extra={"min_epoch": min_epoch})
+        if trace is None and header.trace:  # run.jsonl -> run.resumed.jsonl, .resumed2, ...
+            old = Path(header.trace)
+            n = 1
+            while (trace := old.with_name(f"{old.stem}.resumed{n if n > 1 else ''}"
+                                          f"{old.suffix or '.jsonl'}")).exists():
+                n += 1
+        cp = durable.checkpoint
+        if not as_json:
+            Console(stderr=True).print(
+                f"resuming run {header.run_id} of {task.name} from {journal}: "
+                + (f"checkpoint {cp.seq} ({' > '.join(cp.configuration)}), "
+                   if cp is not None else "no checkpoint yet (from the start), ")
+                + f"{len(durable.ledger.restarted)} command(s) left open, against {url}",
+                highlight=False)
+        report = _run(task, options, header.bridge, header.perception, trace, as_json,
+                      lambda _: durable)
+    finally:
+        durable.close()
+    _report(report, as_json)
+
+
 def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
-         trace: Path | None, as_json: bool) -> RunReport:
+         trace: Path | None, as_json: bool,
+         open_journal: Callable[[EpisodeRuntime], DurableRun] | None = None) -> RunReport:
     episodes = options.episodes
     seed = options.seed
     sim = options.sim_url
@@ -247,18 +326,27 @@ def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
     factory = runtime_registry().get(bridge, where="--bridge")
     with _c_stdout_to_stderr(True):  # native libraries print to stdout on start; keep it clean
         runtime = factory(options)
+    durable: DurableRun | None = None
     try:
+        if open_journal is not None:
+            durable = open_journal(runtime)
+            durable.take_epoch(runtime)
+        where = options.runtime_url or sim
         if live:
             with _LiveView(console, episodes) as view:
                 report = run_episodes(task, options, perception=perception, trace=trace,
-                                      on_tick=view, runtime=runtime)
+                                      on_tick=view, runtime=runtime, durable=durable)
         else:
             if not as_json:
-                console.print(f"running {task.name}: {episodes} episode(s) from seed {seed}"
-                              + (f" against {sim}" if sim else " on the built-in simulator"))
+                console.print(f"running {task.name}: {episodes} episode(s)"
+                              + ("" if options.runtime_url else f" from seed {seed}")
+                              + (f" against {where}" if where else " on the built-in simulator")
+                              + (f", journal {durable.path}" if durable is not None else ""))
             with _c_stdout_to_stderr(True):
                 report = run_episodes(task, options, perception=perception, trace=trace,
-                                      runtime=runtime)
+                                      runtime=runtime, durable=durable)
     finally:
         runtime.close()
+        if durable is not None and open_journal is not None:
+            durable.close()
     return report

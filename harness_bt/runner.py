@@ -26,6 +26,7 @@ from typing import Any
 import py_trees
 from py_trees.common import Status
 
+from harness_bt import checkpoint
 from harness_bt.bridge import RuntimeBridge
 from harness_bt.budget import BreakerBoard, Exhaustion, TaskBudget
 from harness_bt.clock import Clock, SystemClock
@@ -38,6 +39,7 @@ from harness_bt.nodes.registry import NodeRegistry
 from harness_bt.phases import GuardContext, Task
 from harness_bt.reconcile import Reconciler
 from harness_bt.result import TaskResult
+from harness_bt.runjournal import RunCheckpoint, RunJournal
 from harness_bt.skill import SkillRegistry
 from harness_bt.trace import Trace
 from harness_bt.world import Perception, WorldModel, scripted_perception
@@ -97,6 +99,9 @@ class TaskRunner:
         drain_timeout_s: float | None = None,
         breakers: BreakerBoard | None = None,
         budget: TaskBudget | None = None,
+        journal: RunJournal | None = None,
+        resume: RunCheckpoint | None = None,
+        progress_interval_s: float = 1.0,
     ) -> None:
         if not (isinstance(tick_period_s, int | float) and math.isfinite(tick_period_s)
                 and tick_period_s > 0):
@@ -160,6 +165,18 @@ class TaskRunner:
         self._started_at = 0.0
         self._drain_deadline = 0.0
         self.reconciler = Reconciler(ctx, interval_s=reconcile_interval_s)
+        self.journal = journal
+        self.resumed_from = resume
+        self.progress_interval_s = progress_interval_s
+        self._checkpointed = -1
+        self._progress_at = -math.inf
+        if resume is not None:
+            unknown = sorted(set(resume.configuration) - set(self._state_order))
+            if unknown:
+                raise DefinitionError(
+                    "RESUME_MISMATCH", f"the checkpoint's configuration names states "
+                    f"{unknown} that task {task.name!r} does not have",
+                    fix="resume with the task file the run was started with")
         self.ledger.add_listener(self._on_ledger)
         if self.ledger.premise_check is None:
             self.ledger.premise_check = self.world.premise_check
@@ -255,6 +272,7 @@ class TaskRunner:
         self.reconciler.step(now)
         if self.phase == "running":
             self._tick_chart(now)
+        self._journal_progress(now)
         if self.phase == "draining" and (self._drained() or now >= self._drain_deadline):
             self._finish(now)
 
@@ -273,26 +291,73 @@ class TaskRunner:
 
     def _start(self, now: float) -> None:
         ctx = self.context
-        self._started_at = now
-        ctx.budget.start(now)
+        resume = self.resumed_from
+        self._started_at = now if resume is None else now - resume.elapsed_s
+        ctx.budget.start(self._started_at)
         ctx.emit("task", **self.task.structure(self.trees), skills={
             name: {"version": s.version, "resources": list(s.resources)}
             for name, s in self.skills.items()})
         ctx.emit("run_start", seed=ctx.seed, tick_period_s=self.tick_period_s,
                  budget=ctx.budget.to_dict())
-        for key, value in self.task.blackboard.items():  # the task's defaults, traced
-            ctx.blackboard.set(key, copy.deepcopy(value), writer="task")
+        if resume is None:
+            for key, value in self.task.blackboard.items():  # the task's defaults, traced
+                ctx.blackboard.set(key, copy.deepcopy(value), writer="task")
+        else:
+            self._restore(resume)
         prefix = f"{self.run_id}/"
         adopted = [r.command_id for r in self.ledger.active()
                    if r.command_id.startswith(prefix)]
-        for cid in adopted:  # a resumed run: reconcile what the last process left open
+        earlier = adopted if resume is None else [r.command_id for r in self.ledger
+                                                  if r.command_id.startswith(prefix)]
+        for cid in earlier:  # a resumed run: its commands so far; the open ones get reconciled
             ctx.command_phase.setdefault(cid, cid[len(prefix):].split(".", 1)[0])
         if adopted:
             ctx.emit("resumed", open={cid: self.ledger.get(cid).state.value for cid in adopted})
         self.phase = "running"
-        self.chart = self.task.chart_class(listeners=[_ChartHooks(self)])
-        ctx.emit("chart", event="__initial__", source=None, target=None,
-                 configuration=list(self.configuration))
+        if resume is None:
+            self.chart = self.task.chart_class(listeners=[_ChartHooks(self)])
+        else:
+            self._reenter(resume)
+        ctx.emit("chart", event="__initial__" if resume is None else "__resumed__",
+                 source=None, target=None, configuration=list(self.configuration))
+        self._checkpoint(now, "start" if resume is None else "resumed")
+
+    def _restore(self, cp: RunCheckpoint) -> None:
+        checkpoint.restore(self, cp)
+
+    def _reenter(self, cp: RunCheckpoint) -> None:
+        """Rebuild the chart in the checkpoint's configuration (no entry actions run), then
+        re-enter every active state: atomic phases get their trees reset and the activation
+        number they had, so their leaves re-derive the same command ids."""
+        self.chart = checkpoint.chart_in(self.task, cp, listeners=[_ChartHooks(self)])
+        for sid in self._state_order:
+            if sid in cp.configuration:
+                if sid in self.scopes:
+                    self.scopes[sid].activation -= 1  # enter() counts it again
+                self._enter(sid)
+        self.visited = list(cp.visited)
+        self._transitions += 1
+
+    def _checkpoint(self, now: float, reason: str) -> None:
+        """Journal the run's progress (see :mod:`harness_bt.runjournal`)."""
+        if self.journal is None:
+            return
+        self._checkpointed = self._transitions
+        self._progress_at = now
+        cp = checkpoint.take(self, now, reason)
+        seq = self.journal.checkpoint(cp, wall=self.clock.wall())
+        self.context.emit("checkpoint", seq=seq, reason=reason,
+                          configuration=list(cp.configuration), dropped=list(cp.dropped))
+
+    def _journal_progress(self, now: float) -> None:
+        if self.journal is None or self.phase not in ("running", "draining"):
+            return
+        if self._transitions != self._checkpointed:
+            self._checkpoint(now, "transition")
+        elif now - self._progress_at >= self.progress_interval_s:
+            self._progress_at = now
+            self.journal.progress_update(elapsed_s=now - self._started_at, ticks=self.ticks,
+                                         epoch=self.ledger.epoch)
 
     def _poll(self, now: float) -> None:
         ctx = self.context
@@ -358,9 +423,9 @@ class TaskRunner:
                 self._held.add(pid)
         if self.phase != "running":
             return
-        if self.chart.is_terminated:
-            final = next((s for s in self.configuration if self.task.final_reason(s)
-                          and self.task.specs[s] in self.task.phases), None)
+        final = next((s for s in self.configuration if self.task.final_reason(s)
+                      and self.task.specs[s] in self.task.phases), None)
+        if self.chart.is_terminated or final is not None:  # (a chart resumed in a final state)
             reason = self.task.final_reason(final) if final else "done"
             self._final_state = final
             self._close("succeeded" if reason == "done" else "aborted", reason or "done")
@@ -532,6 +597,8 @@ class TaskRunner:
                      "breakers": ctx.breakers.states(now)},
         )
         self.phase = "finished"
+        if self.journal is not None:
+            self.journal.finish(self.result.to_dict())
         ctx.emit("run_end", **self.result.to_dict())
         self.trace.close()  # the events stay in memory (``trace.events``)
 

@@ -31,6 +31,7 @@ from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.ledger import Command
 from harness_bt.phases import Task
 from harness_bt.registry import Registry
+from harness_bt.resume import DurableRun
 from harness_bt.runner import TaskRunner
 from harness_bt.skill import SkillRegistry
 from harness_bt.world import Perception
@@ -258,9 +259,15 @@ def run_episodes(
     runtime: EpisodeRuntime | None = None,
     skills: SkillRegistry | None = None,
     evaluators: EvaluatorRegistry | None = None,
+    durable: DurableRun | None = None,
 ) -> RunReport:
     """Run ``task`` for ``options.episodes`` episodes (see the module docstring). ``runtime``
-    (opened by the caller, who then closes it) replaces the ``bridge`` entry point."""
+    (opened by the caller, who then closes it) replaces the ``bridge`` entry point.
+    ``durable`` (one episode only) journals the run in its file and, when it holds a
+    checkpoint, resumes from there (:mod:`harness_bt.resume`)."""
+    if durable is not None and options.episodes != 1:
+        raise DefinitionError("INVALID_OPTION", f"a journaled run is one episode, not "
+                              f"{options.episodes}", fix="drop --episodes")
     make_perception = _only(perception_registry(), perception, "perception", "--perception")
     skills = skills if skills is not None else SkillRegistry(entry_points=True)
     evaluators = evaluators if evaluators is not None else EvaluatorRegistry(entry_points=True)
@@ -280,12 +287,23 @@ def run_episodes(
             runner = TaskRunner(task, bridge=timed, clock=runtime.clock,
                                 tick_period_s=runtime.control_period_s,
                                 perception=make_perception(), skills=skills,
-                                evaluators=evaluators, run_id=f"{run_id}-ep{index}",
-                                trace=path, seed=options.seed + index)
+                                evaluators=evaluators, run_id=f"{run_id}-ep{index}"
+                                if durable is None else durable.run_id,
+                                trace=path, seed=options.seed + index,
+                                ledger=None if durable is None else durable.ledger,
+                                journal=None if durable is None else durable.journal,
+                                resume=None if durable is None else durable.checkpoint)
+            epoch = getattr(runtime, "epoch", None)  # a runtime that took a control epoch
+            if isinstance(epoch, int) and not isinstance(epoch, bool) \
+                    and epoch > runner.ledger.epoch:
+                runner.ledger.epoch = epoch
             began = time.perf_counter()
             while runner.phase != "finished":
                 runner.tick()
-                if runner.phase == "running" and runtime.episode_over:
+                stop_reason = getattr(runtime, "stop_reason", None)
+                if runner.phase == "running" and isinstance(stop_reason, str):
+                    runner.stop("aborted", stop_reason)  # the runtime says this run must end
+                elif runner.phase == "running" and runtime.episode_over:
                     runner.stop("aborted", "aborted_episode_ended")
                 elif runner.phase == "running" and runner.ticks >= max_ticks:
                     runner.stop("max_ticks", "max_ticks")

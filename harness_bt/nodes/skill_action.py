@@ -13,6 +13,7 @@ from harness_bt.context import OutcomeKind
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import Command, CommandEvent, CommandRecord, CommandState, LedgerError
 from harness_bt.nodes.base import HarnessNode, NodeManifest, Port
+from harness_bt.reconcile import restarted
 from harness_bt.skill import SkillContract, validate_params
 from harness_bt.world import WorldSnapshot
 
@@ -22,11 +23,18 @@ S = CommandState
 _RETRYABLE_SUBMIT = {"STALE_WORLD", "EXPIRED_COMMAND", "STALE_EPOCH"}
 
 
+def _never_ran_before_restart(rec: CommandRecord) -> bool:
+    return (rec.state is S.CANCELED and rec.started_at is None and not rec.control_done_seen
+            and restarted(rec))
+
+
 class SkillAction(HarnessNode):
     """Run one skill as a ledger-tracked command.
 
     - **RUNNING**: the command is being planned, waits for its resources (held by another
-      command, UNKNOWN ones included), is ACCEPTED or RUNNING in the runtime.
+      command, UNKNOWN ones included), is ACCEPTED or RUNNING in the runtime, or a harness
+      restart left it open and it is being reconciled (followed while the runtime still runs
+      it; at most the skill's execution timeout).
     - **SUCCESS**: the control action finished (ledger EVALUATING: *not* a verdict; an
       :class:`~harness_bt.nodes.Evaluate` leaf settles it; or UNKNOWN after a control-done,
       e.g. after a restart) or the command is already settled SUCCEEDED (a resend after a
@@ -37,7 +45,9 @@ class SkillAction(HarnessNode):
       breaker open, or the command ended UNKNOWN (outcome ``unknown``).
 
     The command id is ``<run>/<phase>.<activation>/<node path>#<attempt>``: deterministic, so a
-    restarted run that re-submits the same step is deduplicated by the ledger. Params come from
+    restarted run that re-submits the same step is deduplicated by the ledger (a step whose
+    command a restart left open and the runtime never started is issued again under the next
+    attempt number). Params come from
     ``params`` (literals), ``inputs`` (param -> blackboard key) and ``objects`` (param -> object
     id: the param gets the object's pose, and the object's version becomes a premise). With
     ``snapshot`` (a blackboard key written by Observe / Check ``record=``) the poses and versions
@@ -221,7 +231,17 @@ class SkillAction(HarnessNode):
                 return self.fail(OutcomeKind.FAILED, exc.code,
                                  retryable=exc.code in _RETRYABLE_SUBMIT,
                                  command_id=self.command.command_id, message=exc.message)
+        existing = ctx.ledger.find(self.command.command_id)
+        if existing is not None and _never_ran_before_restart(existing):
+            # This step's command was left open by a harness restart and the runtime never
+            # started it (settled CANCELED by reconciliation): issue the step again, next id.
+            ctx.emit("reissue", phase=self.scope.phase, node_path=self.path,
+                     command_id=existing.command_id, reason=existing.reason)
+            self.attempt = self.scope.next_attempt(self.path)
+            self.command = None
+            return Status.RUNNING
         self.command_id = self.command.command_id
+        self._waiting_since = None
         ctx.blackboard.set(self.output, self.command_id, writer=self.path)
         self.scope.commands.append(self.command_id)
         if self.handover:
@@ -331,6 +351,14 @@ class SkillAction(HarnessNode):
                 rec.control_done_seen or rec.prior_state is S.EVALUATING):
             self.feedback_message = f"{state.value} after control done: to be evaluated"
             return Status.SUCCESS
+        if state is S.RECONCILING or (state is S.UNKNOWN and restarted(rec)):
+            # A restart left it open: the reconciler queries the runtime (and follows it while
+            # it runs); its events settle it. Bounded by the skill's execution timeout.
+            if self._waiting_since is None:
+                self._waiting_since = ctx.now
+            if (ctx.now - self._waiting_since) * 1000.0 <= skill.lifecycle.execution_timeout_ms:
+                self.feedback_message = f"{state.value}: reconciling {cid} with the runtime"
+                return Status.RUNNING
         if state in (S.UNKNOWN, S.RECONCILING):
             return self.fail(OutcomeKind.UNKNOWN, rec.reason, command_id=cid, retryable=False)
         breaker.record(False, ctx.now)

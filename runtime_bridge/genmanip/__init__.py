@@ -18,6 +18,7 @@ from runtime_bridge.genmanip.errors import ActionError, WireError
 from runtime_bridge.genmanip.observations import observation_from_wire, observation_to_wire
 from runtime_bridge.genmanip.server import WorkerEnv, create_app
 from runtime_bridge.genmanip.serving import ServerThread
+from runtime_bridge.genmanip.shm import ShmConfig
 
 __all__ = [
     "ActionError",
@@ -26,6 +27,7 @@ __all__ = [
     "GenManipBackend",
     "GenManipClient",
     "ServerThread",
+    "ShmConfig",
     "StepOutcomeUnknown",
     "Timeouts",
     "ValidatedAction",

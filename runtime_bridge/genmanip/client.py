@@ -9,7 +9,10 @@
 * Episode rollover, workers finishing with their final metric, and unknown / settled steps are
   surfaced as :class:`~harness_bt.bridge.BridgeNotice` events (:meth:`GenManipClient.notices`).
 * With ``fast_path`` the client asks for the harness-bt frames encoding; a server that does not
-  speak it (upstream) answers in the compatible encoding, which is read as well.
+  speak it (upstream) answers in the compatible encoding, which is read as well. With ``shm``
+  too (the default) it first negotiates the same-host shared-memory path with a harness-bt
+  server (:mod:`runtime_bridge.genmanip.shm`); ``shm_status`` says whether it is in use and why
+  not. ``shm_copy=False`` reads arrays as views on the segment (valid for the server's ring).
 * ``transport`` is an ``httpx`` seam: tests pass an ``httpx.MockTransport``.
 
 Not thread-safe: one client per control loop.
@@ -31,7 +34,11 @@ from harness_bt.errors import BridgeError
 from harness_bt.observation import Observation
 from runtime_bridge.genmanip import codec
 from runtime_bridge.genmanip.actions import Embodiment, validate_action
+from runtime_bridge.genmanip.errors import WireError
 from runtime_bridge.genmanip.observations import observation_from_wire
+from runtime_bridge.genmanip.shm.link import ShmLink
+from runtime_bridge.genmanip.shm.segment import DEFAULT_DIRECTORY
+from runtime_bridge.genmanip.shm.writer import STATUS_HEADER
 
 __all__ = ["GenManipClient", "StepOutcomeUnknown", "Timeouts", "WorkerResult"]
 
@@ -107,6 +114,9 @@ class GenManipClient:
         timeouts: Timeouts | None = None,
         token: str | None = None,
         fast_path: bool = True,
+        shm: bool = True,
+        shm_copy: bool = True,
+        shm_directory: str = DEFAULT_DIRECTORY,
         embodiment: Embodiment | str = Embodiment.FRANKA_PANDA,
         validate_actions: bool = True,
         max_response_bytes: int = codec.DEFAULT_MAX_BODY_BYTES,
@@ -120,6 +130,7 @@ class GenManipClient:
                               "non-empty list without repeats", fix="pass e.g. ['0', '1']")
         self.timeouts = timeouts or Timeouts()
         self.fast_path = fast_path
+        self._shm = ShmLink(directory=shm_directory, copy=shm_copy) if fast_path and shm else None
         self.embodiment = Embodiment(embodiment)
         self.validate_actions = validate_actions
         self.max_response_bytes = max_response_bytes
@@ -173,7 +184,14 @@ class GenManipClient:
     def kill(self) -> None:
         self._json("/kill", self.timeouts.kill)
 
+    @property
+    def shm_status(self) -> str:
+        """Whether answers come through shared memory, and if not, why."""
+        return self._shm.status if self._shm is not None else "off: not asked for"
+
     def close(self) -> None:
+        if self._shm is not None:
+            self._shm.release(self._http, self.timeouts.health)
         self._http.close()
 
     def __enter__(self) -> GenManipClient:
@@ -300,6 +318,8 @@ class GenManipClient:
         headers = {"content-type": codec.COMPAT_MEDIA_TYPE}
         if self.fast_path:
             headers["accept"] = f"{codec.FRAMES_MEDIA_TYPE}, {codec.COMPAT_MEDIA_TYPE};q=0.5"
+        if self._shm is not None:
+            headers.update(self._shm.headers(self._http, self.timeouts.health))
         try:
             with self._http.stream("POST", route, content=body, headers=headers,
                                    timeout=httpx.Timeout(timeout, connect=self.timeouts.connect)
@@ -321,6 +341,7 @@ class GenManipClient:
                     r._content = data
                     raise self._error(route, ids, r.status_code, r)
                 media = r.headers.get("content-type")
+                shm_status = r.headers.get(STATUS_HEADER)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
             raise BridgeError("STEP_NOT_SENT" if route == "/step" else "TRANSPORT_FAILED",
                               f"{route} for workers {ids}: could not connect ({exc}); the "
@@ -331,6 +352,12 @@ class GenManipClient:
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             raise _LostAnswer(f"{type(exc).__name__} after the request was sent ({exc})") from None
         self.last_media_type = media
+        if self._shm is not None and self._shm.answered(media, shm_status):
+            try:
+                return self._shm.read(data, where=f"{route} response",
+                                      max_bytes=self.max_response_bytes)
+            except WireError as exc:
+                raise _LostAnswer(f"the shared-memory answer could not be read ({exc})") from None
         return codec.decode(data, media, where=f"{route} response",
                             max_bytes=self.max_response_bytes)
 

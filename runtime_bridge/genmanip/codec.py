@@ -3,6 +3,9 @@
 * **Compatible** (the default, what upstream GenManip speaks): pickle protocol 5 of a tree in
   which every numpy array is a plain dict ``{"type": "numpy_array", "dtype", "shape", "data":
   base64}``. Media type ``application/octet-stream``.
+* **Shared memory** (the same-host harness-bt fast path, negotiated per session, see
+  :mod:`runtime_bridge.genmanip.shm`): the arrays go to a shared-memory segment and the body is
+  a small descriptor. Media type ``application/x-harness-bt-shm``.
 * **Frames** (the harness-bt fast path, negotiated with ``Accept``): a small header, the same
   tree pickled with arrays replaced by ``{"type": "numpy_buffer", "dtype", "shape", "index"}``,
   then the raw C-order bytes of each array, 64-byte aligned. No base64, and the reader wraps the
@@ -32,6 +35,8 @@ __all__ = [
     "COMPAT_MEDIA_TYPE",
     "DEFAULT_MAX_BODY_BYTES",
     "FRAMES_MEDIA_TYPE",
+    "SHM_MEDIA_TYPE",
+    "accepts",
     "decode",
     "decode_tree",
     "dumps",
@@ -44,6 +49,7 @@ __all__ = [
 
 COMPAT_MEDIA_TYPE = "application/octet-stream"
 FRAMES_MEDIA_TYPE = "application/x-harness-bt-frames"
+SHM_MEDIA_TYPE = "application/x-harness-bt-shm"
 DEFAULT_MAX_BODY_BYTES = 256 * 1024 * 1024
 ALLOWED_DTYPES = frozenset(
     ["bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
@@ -83,7 +89,7 @@ def encode_tree(obj: Any, *, frames: list[memoryview] | None = None, where: str 
         if frames is None:
             return {"type": "numpy_array", "dtype": dtype, "shape": tuple(array.shape),
                     "data": base64.b64encode(array.data).decode("ascii")}
-        frames.append(memoryview(array).cast("B") if array.size else memoryview(b""))
+        frames.append(memoryview(array.data).cast("B") if array.size else memoryview(b""))
         return {"type": "numpy_buffer", "dtype": dtype, "shape": tuple(array.shape),
                 "index": len(frames) - 1}
     if isinstance(obj, dict):
@@ -256,13 +262,13 @@ def decode(data: bytes | memoryview, media_type: str | None, *, where: str = "bo
     return loads(data, where=where, max_bytes=max_bytes)
 
 
-def wants_frames(accept: str | None) -> bool:
-    """True when an ``Accept`` header asks for the fast path (with a non-zero quality)."""
+def accepts(accept: str | None, media_type: str) -> bool:
+    """True when an ``Accept`` header names ``media_type`` with a non-zero quality."""
     if not accept:
         return False
     for item in accept.split(","):
         parts = [p.strip() for p in item.split(";")]
-        if parts[0].lower() != FRAMES_MEDIA_TYPE:
+        if parts[0].lower() != media_type:
             continue
         for param in parts[1:]:
             if param.startswith("q="):
@@ -272,3 +278,8 @@ def wants_frames(accept: str | None) -> bool:
                     return False
         return True
     return False
+
+
+def wants_frames(accept: str | None) -> bool:
+    """True when an ``Accept`` header asks for the frames fast path (with a non-zero quality)."""
+    return accepts(accept, FRAMES_MEDIA_TYPE)

@@ -4,8 +4,9 @@ Routes as upstream (``POST /create_workers``, ``/reset``, ``/step``, ``/kill``; 
 answers 200), with what upstream lacks: bodies are read with an unpickler that refuses every
 global (400), bodies over the limit are refused (413), actions are checked per embodiment
 before any worker moves (500 with a ``detail`` that names the field, as upstream's status for a
-bad action), an optional bearer token (401), the negotiated fast path (``Accept:
-application/x-harness-bt-frames``), and routes of ours under ``/harness/``: ``info`` and
+bad action), an optional bearer token (401), the negotiated fast paths (``Accept:
+application/x-harness-bt-frames``; on the same host, shared memory: ``shm/open``, ``shm/release``
+and :mod:`runtime_bridge.genmanip.shm`), and routes of ours under ``/harness/``: ``info`` and
 ``results`` (per-episode results and, for tests and benchmarks, each worker's ground truth).
 """
 
@@ -28,6 +29,8 @@ from harness_bt.errors import HarnessError
 from runtime_bridge.genmanip import codec
 from runtime_bridge.genmanip.actions import Embodiment, ValidatedAction, validate_action
 from runtime_bridge.genmanip.errors import WireError
+from runtime_bridge.genmanip.shm.link import OPEN_ROUTE, RELEASE_ROUTE
+from runtime_bridge.genmanip.shm.writer import CLAIM_HEADER, STATUS_HEADER, ShmConfig, ShmSessions
 
 __all__ = ["DEFAULT_MAX_REQUEST_BYTES", "TransportFaultSource", "WorkerEnv", "WorkerFactory",
            "create_app"]
@@ -119,15 +122,32 @@ def create_app(
     delay_s: float = 0.5,
     drop_hold_s: float = 30.0,
     title: str = "harness-bt GenManip server",
+    shm: ShmConfig | bool = True,
 ) -> FastAPI:
-    """A FastAPI app serving the GenManip routes over the environments ``factory`` makes."""
+    """A FastAPI app serving the GenManip routes over the environments ``factory`` makes.
+
+    ``shm`` offers the shared-memory fast path to harness-bt clients on the same host (True:
+    the default :class:`ShmConfig`; False: never). Its segments are unlinked when the app stops
+    and stale ones of its prefix removed when it starts.
+    """
     workers = _Workers(factory)
     embodiment = Embodiment(embodiment)
+    sessions: ShmSessions | None = None
+    if shm is not False:
+        sessions = ShmSessions(shm if isinstance(shm, ShmConfig) else None)
+        if not sessions.available:
+            sessions = None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
-        await run_in_threadpool(workers.kill, None)
+        if sessions is not None:
+            await run_in_threadpool(sessions.start)
+        try:
+            yield
+        finally:
+            await run_in_threadpool(workers.kill, None)
+            if sessions is not None:
+                sessions.close()
 
     def check_token(request: Request) -> None:
         if token is None:
@@ -143,6 +163,7 @@ def create_app(
     app = FastAPI(title=title, version=__version__, docs_url="/docs", lifespan=lifespan,
                   dependencies=[Depends(check_token)])
     app.state.workers = workers
+    app.state.shm = sessions
     step_count = {"n": 0}
 
     @app.exception_handler(WireError)
@@ -190,9 +211,21 @@ def create_app(
                             fix='send {"data": {"worker_ids": ["0"]}}') from None
 
     def encode(request: Request, payload: Any) -> Response:
-        if codec.wants_frames(request.headers.get("accept")):
-            return Response(codec.dumps_frames(payload), media_type=codec.FRAMES_MEDIA_TYPE)
-        return Response(codec.dumps(payload), media_type=codec.COMPAT_MEDIA_TYPE)
+        accept = request.headers.get("accept")
+        headers = {}
+        if codec.accepts(accept, codec.SHM_MEDIA_TYPE):
+            if sessions is None:
+                headers[STATUS_HEADER] = "unavailable"
+            else:
+                body, status = sessions.encode(request.headers.get(CLAIM_HEADER), payload)
+                if body is not None:
+                    return Response(body, media_type=codec.SHM_MEDIA_TYPE)
+                headers[STATUS_HEADER] = status
+        if codec.wants_frames(accept):
+            return Response(codec.dumps_frames(payload), media_type=codec.FRAMES_MEDIA_TYPE,
+                            headers=headers)
+        return Response(codec.dumps(payload), media_type=codec.COMPAT_MEDIA_TYPE,
+                        headers=headers)
 
     @app.post("/create_workers")
     async def create_workers(request: Request) -> JSONResponse:
@@ -259,10 +292,32 @@ def create_app(
             return JSONResponse(status_code=504, content={"detail": DROPPED_DETAIL})
         return response
 
+    if sessions is not None:
+        shm_sessions = sessions
+
+        @app.post(OPEN_ROUTE)
+        async def shm_open() -> dict[str, Any]:
+            """A shared-memory session: map ``segment`` and send ``X-Harness-Shm:
+            <session>.<token from its header>`` to be answered through it."""
+            try:
+                return await run_in_threadpool(shm_sessions.open)
+            except OSError as exc:
+                raise WireError("SHM_UNAVAILABLE", f"{OPEN_ROUTE}: cannot create a segment in "
+                                f"{shm_sessions.config.directory} ({exc})", http_status=503,
+                                where=OPEN_ROUTE, fix="use the frames fast path") from None
+
+        @app.post(RELEASE_ROUTE)
+        async def shm_release(request: Request) -> dict[str, Any]:
+            claim = request.headers.get(CLAIM_HEADER)
+            return {"released": await run_in_threadpool(shm_sessions.release, claim)}
+
     @app.get("/harness/info")
     async def info() -> dict[str, Any]:
+        encodings = [codec.COMPAT_MEDIA_TYPE, codec.FRAMES_MEDIA_TYPE]
+        if sessions is not None:
+            encodings.append(codec.SHM_MEDIA_TYPE)
         return {"server": "harness-bt", "version": __version__, "embodiment": str(embodiment),
-                "encodings": [codec.COMPAT_MEDIA_TYPE, codec.FRAMES_MEDIA_TYPE],
+                "encodings": encodings,
                 "workers": sorted(workers.envs), "max_request_bytes": max_request_bytes}
 
     @app.get("/harness/results")

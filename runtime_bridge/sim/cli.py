@@ -50,6 +50,8 @@ def serve(
                                            "harness runs use 90)."),
     render: str = typer.Option("all", help="all: every camera every step; round_robin: one "
                                "camera per step in turn."),
+    shm: bool = typer.Option(True, help="Offer the shared-memory fast path to harness-bt "
+                             "clients on this host (segments under /dev/shm, removed on exit)."),
 ) -> None:
     """Serve the GenManip HTTP routes (/create_workers, /reset, /step, /kill; GET /docs)."""
     import uvicorn
@@ -66,7 +68,7 @@ def serve(
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         typer.secho(f"warning: listening on {host} without --token: anyone who can reach the "
                     "port can drive the robot", fg=typer.colors.YELLOW, err=True)
-    app_ = create_sim_app(config, token=token)
+    app_ = create_sim_app(config, token=token, shm=shm)
     typer.echo(f"harness sim: tasks {', '.join(config.tasks)} x {episodes} seeds, "
                f"{num_steps} steps, cameras {', '.join(c.name for c in config.cameras)}; "
                f"http://{host}:{port} (docs at /docs, results at /harness/results)")

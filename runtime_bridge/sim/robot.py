@@ -91,7 +91,7 @@ class _Kinematics:
     def close(self) -> None:
         if self.client is not None:
             self.client.disconnect()
-            self.client = None  # type: ignore[assignment]
+            self.client = None
 
 
 class PandaArm:

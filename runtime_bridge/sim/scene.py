@@ -175,4 +175,4 @@ class Scene:
         if self.client is not None:
             self.arm.close()
             self.client.disconnect()
-            self.client = None  # type: ignore[assignment]
+            self.client = None

@@ -6,6 +6,7 @@ from fastapi import FastAPI
 
 from harness_bt.registry import Registry
 from runtime_bridge.genmanip.server import DEFAULT_MAX_REQUEST_BYTES, create_app
+from runtime_bridge.genmanip.shm import ShmConfig
 from runtime_bridge.sim.config import SimConfig
 from runtime_bridge.sim.env import SimEnv
 from runtime_bridge.sim.episodes import EpisodeBook
@@ -17,8 +18,10 @@ __all__ = ["create_sim_app"]
 
 def create_sim_app(config: SimConfig | None = None, *, token: str | None = None,
                    tasks: Registry[SimTask] | None = None,
-                   max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> FastAPI:
-    """A GenManip server whose workers are :class:`SimEnv` worlds sharing one episode queue."""
+                   max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+                   shm: ShmConfig | bool = True) -> FastAPI:
+    """A GenManip server whose workers are :class:`SimEnv` worlds sharing one episode queue.
+    ``shm``: the shared-memory fast path for same-host harness-bt clients (see ``create_app``)."""
     config = config or SimConfig()
     registry = tasks or default_tasks()
     for name in config.tasks:
@@ -32,7 +35,8 @@ def create_sim_app(config: SimConfig | None = None, *, token: str | None = None,
     faults = TransportFaults(rates, config.seed) if (rates.drop or rates.delay) else None
     app = create_app(factory, token=token, max_request_bytes=max_request_bytes,
                      transport_faults=faults, delay_s=rates.delay_s,
-                     drop_hold_s=rates.drop_hold_s, title="harness-bt PyBullet Franka simulator")
+                     drop_hold_s=rates.drop_hold_s, title="harness-bt PyBullet Franka simulator",
+                     shm=shm)
     app.state.episode_book = book
 
     @app.get("/harness/sim")

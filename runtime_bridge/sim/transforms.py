@@ -10,15 +10,15 @@ __all__ = ["matrix_to_wxyz", "quat_angle", "quat_mul", "rotation_matrix_wxyz", "
            "xyzw_to_wxyz", "yaw_of_wxyz"]
 
 
-def wxyz_to_xyzw(q: Sequence[float]) -> tuple[float, float, float, float]:
+def wxyz_to_xyzw(q: Sequence[float] | np.ndarray) -> tuple[float, float, float, float]:
     return (float(q[1]), float(q[2]), float(q[3]), float(q[0]))
 
 
-def xyzw_to_wxyz(q: Sequence[float]) -> np.ndarray:
+def xyzw_to_wxyz(q: Sequence[float] | np.ndarray) -> np.ndarray:
     return np.array([q[3], q[0], q[1], q[2]], dtype=np.float64)
 
 
-def quat_mul(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
+def quat_mul(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> np.ndarray:
     """Hamilton product ``a * b`` of two (w, x, y, z) quaternions."""
     aw, ax, ay, az = a
     bw, bx, by, bz = b
@@ -30,13 +30,13 @@ def quat_mul(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
     ], dtype=np.float64)
 
 
-def quat_angle(a: Sequence[float], b: Sequence[float]) -> float:
+def quat_angle(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
     """The rotation angle (radians) between two unit (w, x, y, z) quaternions."""
     dot = abs(float(np.dot(np.asarray(a, float), np.asarray(b, float))))
     return 2.0 * float(np.arccos(min(1.0, dot)))
 
 
-def rotation_matrix_wxyz(q: Sequence[float]) -> np.ndarray:
+def rotation_matrix_wxyz(q: Sequence[float] | np.ndarray) -> np.ndarray:
     w, x, y, z = (float(v) for v in q)
     return np.array([
         [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
@@ -65,7 +65,7 @@ def matrix_to_wxyz(m: np.ndarray) -> np.ndarray:
     return out if out[0] >= 0 else -out
 
 
-def yaw_of_wxyz(q: Sequence[float]) -> float:
+def yaw_of_wxyz(q: Sequence[float] | np.ndarray) -> float:
     w, x, y, z = (float(v) for v in q)
     return float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
 

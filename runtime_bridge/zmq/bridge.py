@@ -29,7 +29,7 @@ import zmq
 from harness_bt.bridge import Ack, BridgeNotice, PollResult, RuntimeStatus
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.ledger import Command, CommandEvent, EventKind
-from harness_bt.observation import EePose, Observation
+from harness_bt.observation import Observation
 from runtime_bridge.host import HeartbeatResult
 from runtime_bridge.zmq.client import LazyPirateClient
 from runtime_bridge.zmq.codec import (
@@ -38,6 +38,7 @@ from runtime_bridge.zmq.codec import (
     heartbeat_from_wire,
     status_from_wire,
 )
+from runtime_bridge.zmq.observations import observation_from_telemetry
 from runtime_bridge.zmq.telemetry import TelemetrySubscriber, TopicValue
 from runtime_bridge.zmq.wire import Message, MessageType, WireCode, WireError, raise_for_error
 
@@ -262,9 +263,4 @@ class ZmqBridge:
 
 
 def _observation(value: TopicValue, now: float) -> Observation:
-    a, b = value.arrays, value.body
-    return Observation(
-        cameras={}, joint_positions=a["joint_positions"],
-        ee_poses=(EePose(a["ee_position"], a["ee_quaternion"]),), instruction="",
-        timestep=int(b.get("timestep", 0)), reset=False, worker_id=str(b.get("worker_id", "0")),
-        received_at=now, extras={"source": "telemetry", "active": b.get("active", [])})
+    return observation_from_telemetry(value.body, value.arrays, now)

@@ -28,6 +28,7 @@ from harness_bt.executor import ExecutorFactory
 from runtime_bridge.host import Backend, ExecutorHost, HostConfig, StepResult
 from runtime_bridge.journal import SqliteRuntimeJournal
 from runtime_bridge.zmq.broker import Broker, BrokerConfig
+from runtime_bridge.zmq.observations import observation_to_telemetry
 from runtime_bridge.zmq.service import RuntimeService
 from runtime_bridge.zmq.telemetry import TelemetryPublisher
 from runtime_bridge.zmq.wire import Limits
@@ -78,7 +79,9 @@ class RuntimeServer:
                           else TelemetryPublisher(cfg.telemetry, clock=self.clock))
         publisher = self.publisher
         self.service = RuntimeService(self.host, name=cfg.service, info={
-            "telemetry": lambda: None if publisher is None else publisher.endpoint})
+            "telemetry": lambda: None if publisher is None else publisher.endpoint,
+            # the simulator's final metric, once a backend that has one sent it
+            "metric": lambda: getattr(backend, "metric", None)})
         plugins = [] if self.publisher is None else [self.publisher]
         self._io: Broker | ServiceWorker
         if cfg.connect is None:
@@ -160,12 +163,9 @@ class RuntimeServer:
         pub = self.publisher
         if pub is None:
             return
-        obs = result.observation
-        pose = obs.ee_pose
-        pub.put("state", {"timestep": obs.timestep, "worker_id": obs.worker_id,
-                          "t": self.clock.wall(), "active": list(self.host.active())},
-                {"joint_positions": obs.joint_positions, "ee_position": pose.position,
-                 "ee_quaternion": pose.quaternion_wxyz})
+        body, arrays = observation_to_telemetry(result.observation, wall=self.clock.wall(),
+                                                active=list(self.host.active()))
+        pub.put("state", body, arrays)
         for event in result.events:
             done = str(event.kind) != "progress" and str(event.kind) != "started"
             pub.put(f"progress/{event.command_id}",

@@ -2,8 +2,10 @@
 
 For 2 cameras at 640x480 RGB-D (rendered once by the built-in simulator, then replayed so
 only the transport is timed): the /step round trip through our server and client with the
-compatible encoding and with the fast path, and the raw loopback floor (the same bytes over a
-bare HTTP POST to a bare ASGI app on the same uvicorn). Then simulator steps per second.
+compatible encoding, with the binary frames fast path, and with the same-host shared-memory
+fast path (arrays copied out of the segment, and as views on it), and the raw loopback floor
+(the same bytes over a bare HTTP POST to a bare ASGI app on the same uvicorn), the paths taking
+turns every round. Then simulator steps per second.
 
     .venv/bin/python tests/benchmarks/bench_genmanip.py [--rounds 40]
 """
@@ -11,6 +13,7 @@ bare HTTP POST to a bare ASGI app on the same uvicorn). Then simulator steps per
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -68,15 +71,26 @@ def raw_app(body: bytes) -> Callable[..., Any]:
     return app
 
 
-def timed(fn: Callable[[], Any], rounds: int) -> list[float]:
+def interleaved(fns: Mapping[str, Callable[[], Any]], rounds: int) -> dict[str, list[float]]:
+    """Milliseconds per call of each function, taking turns every round, so that a machine
+    whose load changes during the run (2 shared cores) slows every path alike."""
     for _ in range(3):
-        fn()
-    out = []
+        for fn in fns.values():
+            fn()
+    out: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t0) * 1000.0)
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            out[name].append((time.perf_counter() - t0) * 1000.0)
     return out
+
+
+def check(answer: Any, client: GenManipClient, name: str, media: str) -> Any:
+    if client.last_media_type != media:
+        raise SystemExit(f"{name}: answered in {client.last_media_type}, not {media} "
+                         f"({client.shm_status})")
+    return answer
 
 
 def fmt(ms: list[float]) -> str:
@@ -92,19 +106,24 @@ def transport(rounds: int) -> None:
     print(f"payload: 2 cameras 640x480 RGB-D; compatible {len(compat_bytes) / 1e6:.2f} MB, "
           f"fast path {len(frames_bytes) / 1e6:.2f} MB")
     action = codec.dumps({"0": HOLD})
-    results: dict[str, list[float]] = {}
-    with ServerThread(create_app(lambda wid: Replay(obs))) as server:
-        for name, fast in (("compatible", False), ("fast path", True)):
-            with GenManipClient(server.url, fast_path=fast) as client:
-                client.create_workers()
-                client.reset()
-                results[name] = timed(lambda c=client: c.step({"0": HOLD}), rounds)
-                assert client.last_media_type == (codec.FRAMES_MEDIA_TYPE if fast
-                                                  else codec.COMPAT_MEDIA_TYPE)
+    paths = (("compatible", {"fast_path": False}, codec.COMPAT_MEDIA_TYPE),
+             ("fast path", {"shm": False}, codec.FRAMES_MEDIA_TYPE),
+             ("shm fast path", {}, codec.SHM_MEDIA_TYPE),
+             ("shm fast path, views", {"shm_copy": False}, codec.SHM_MEDIA_TYPE))
     floors = (("floor (compat bytes)", compat_bytes), ("floor (frames bytes)", frames_bytes))
-    for name, body in floors:
-        with ServerThread(raw_app(body)) as server, httpx.Client(base_url=server.url) as http:
-            results[name] = timed(lambda h=http: h.post("/step", content=action).content, rounds)
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(ServerThread(create_app(lambda wid: Replay(obs))))
+        fns: dict[str, Callable[[], Any]] = {}
+        for name, options, media in paths:
+            client = stack.enter_context(GenManipClient(server.url, **options))  # type: ignore[arg-type]
+            client.create_workers()
+            client.reset()
+            fns[name] = lambda c=client, n=name, m=media: check(c.step({"0": HOLD}), c, n, m)
+        for name, body in floors:
+            raw = stack.enter_context(ServerThread(raw_app(body)))
+            http = stack.enter_context(httpx.Client(base_url=raw.url))
+            fns[name] = lambda h=http: h.post("/step", content=action).content
+        results = interleaved(fns, rounds)
     for name, ms in results.items():
         print(f"  {name:22s} {fmt(ms)}")
     med = {k: statistics.median(v) for k, v in results.items()}
@@ -114,9 +133,16 @@ def transport(rounds: int) -> None:
     print(f"  fast path vs upstream's ~{UPSTREAM_MS:.0f} ms: {UPSTREAM_MS / med['fast path']:.1f}x "
           f"({'meets' if UPSTREAM_MS / med['fast path'] >= 10 else 'misses'} the >= 10x target)")
     print(f"  fast path vs compatible (same run): {med['compatible'] / med['fast path']:.1f}x")
+    for name in ("shm fast path", "shm fast path, views"):
+        ratio = UPSTREAM_MS / med[name]
+        print(f"  {name} vs upstream's ~{UPSTREAM_MS:.0f} ms: {ratio:.1f}x "
+              f"({'meets' if ratio >= 10 else 'misses'} the >= 10x target); vs compatible "
+              f"(same run): {med['compatible'] / med[name]:.1f}x; vs frames fast path: "
+              f"{med['fast path'] / med[name]:.1f}x")
     if med["floor (frames bytes)"] > UPSTREAM_MS / 10:
         print(f"  note: the >= 10x target ({UPSTREAM_MS / 10:.1f} ms) is below this machine's "
-              f"bare-HTTP floor for the same bytes ({med['floor (frames bytes)']:.1f} ms)")
+              f"bare-HTTP floor for the same bytes ({med['floor (frames bytes)']:.1f} ms); "
+              "only the shm path, which sends no array bytes over TCP, can beat it")
     print(f"  compatible / its floor: {med['compatible'] / med['floor (compat bytes)']:.2f}x;  "
           f"fast path / its floor: {med['fast path'] / med['floor (frames bytes)']:.2f}x")
 

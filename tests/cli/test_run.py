@@ -112,7 +112,8 @@ def test_the_summary_reads_as_a_table(capfd: pytest.CaptureFixture[str]) -> None
     (["--inject", "wobble=0.2"], "unknown fault(s) wobble"),
     (["--sim", "http://127.0.0.1:9", "--inject", "slip=0.2"],
      "--inject configures the built-in simulator"),
-    (["--bridge", "zmq"], "unknown bridge 'zmq'; known: inproc"),
+    (["--bridge", "ros"], "unknown bridge 'ros'; known: inproc, zmq"),
+    (["--bridge", "zmq"], "NO_RUNTIME_URL: the zmq bridge needs a runtime address"),
     (["--graph", "run.gif"], "--graph run.gif: the suffix must be one of .svg"),
 ])
 def test_mistakes_are_reported_in_one_clear_line(capfd: pytest.CaptureFixture[str],

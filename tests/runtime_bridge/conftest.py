@@ -1,8 +1,9 @@
 """Fixtures for runtime tests: fresh hosts on a fake clock, and leak checks (no test may leave a
-thread or a child process behind)."""
+thread, a child process or a shared-memory segment behind)."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -30,6 +31,16 @@ def _no_leaked_threads() -> Iterator[None]:
             break
         time.sleep(0.01)
     assert not extra, f"the test left threads running: {extra}"
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_segments() -> Iterator[None]:
+    """A GenManip server of this process unlinks its /dev/shm segments when it stops."""
+    yield
+    mine = f"hbt-{os.getpid()}-"
+    left = [n for n in os.listdir("/dev/shm") if n.startswith(mine)] if os.path.isdir(
+        "/dev/shm") else []
+    assert not left, f"the test left shared-memory segments behind: {left}"
 
 
 @pytest.fixture

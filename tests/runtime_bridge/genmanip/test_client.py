@@ -51,6 +51,8 @@ class FakeServer:
         if route in ("/create_workers", "/kill"):
             assert json.loads(request.content) == {"data": {"worker_ids": ["0"]}}
             return httpx.Response(200, json={"data": {"success": True}})
+        if route.startswith("/harness/"):  # as upstream: no routes of ours
+            return httpx.Response(404, json={"detail": "Not Found"})
         body = pickle.loads(request.content)  # trusted: our own test client's request
         self.last_body = body
         if route == "/reset":
@@ -97,7 +99,10 @@ def test_a_full_run_reports_rollover_and_final_metric_as_notices() -> None:
         kinds = [(n.kind, n.worker_id) for n in client.notices()]
         assert kinds == [("episode_rollover", "0"), ("final_metric", "0")]
         assert client.last_media_type == codec.FRAMES_MEDIA_TYPE
-    assert server.calls == ["/create_workers", "/reset"] + ["/step"] * 6 + ["/kill"]
+        assert client.shm_status.startswith("off: the server has no /harness/shm/open")
+    # shared memory is asked for once, before the first /reset, and never again after a 404
+    assert server.calls == (["/create_workers", "/harness/shm/open", "/reset"] + ["/step"] * 6
+                            + ["/kill"])
 
 
 def test_without_fast_path_the_compatible_encoding_is_asked_for_and_read() -> None:

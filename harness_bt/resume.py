@@ -1,0 +1,124 @@
+"""Journaled runs and ``harness resume``: one SQLite file holds the ledger and the run journal.
+
+:func:`start_durable` (``harness run TASK --runtime URL --journal run.db``) creates the file:
+the run journal's header (task file and digest, run id, runtime, options), then the ledger in
+the same file. :func:`open_durable` (``harness resume run.db``) checks the file before anything
+is built (missing, corrupt, wrong version, not a run, already finished, task file changed),
+reopens the ledger (every command the dead harness left open becomes UNKNOWN, reason
+``RESTARTED``) and hands back the last checkpoint.
+
+A runtime opened for such a run takes a new control epoch (the ``zmq`` runtime: one more than
+the runtime's and the journal's); :meth:`DurableRun.take_epoch` records it in the ledger and the
+journal before any command goes out under it, so the dead harness's commands are fenced off.
+
+How a resumed run proceeds is described in :mod:`harness_bt.runjournal` (granularity: the
+phase) and :mod:`harness_bt.reconcile` (following and settling what was in flight).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness_bt._version import __version__
+from harness_bt.errors import DefinitionError
+from harness_bt.ledger import Ledger, LedgerError
+from harness_bt.runjournal import RunCheckpoint, RunHeader, RunJournal, file_digest
+
+__all__ = ["DurableRun", "open_durable", "start_durable"]
+
+
+@dataclass
+class DurableRun:
+    """The ledger and run journal of one journaled run (both in ``path``)."""
+
+    path: str
+    journal: RunJournal
+    ledger: Ledger
+    checkpoint: RunCheckpoint | None = None
+
+    @property
+    def header(self) -> RunHeader:
+        return self.journal.header
+
+    @property
+    def run_id(self) -> str:
+        return self.header.run_id
+
+    def take_epoch(self, runtime: Any) -> int:
+        """Adopt the control epoch the runtime took (``runtime.epoch``), journaled first."""
+        epoch = getattr(runtime, "epoch", None)
+        if isinstance(epoch, int) and not isinstance(epoch, bool) and epoch > self.ledger.epoch:
+            self.journal.set_epoch(epoch)
+            self.ledger.epoch = epoch
+        return self.ledger.epoch
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.ledger.close()
+        self.journal.close()
+
+
+def start_durable(path: str | os.PathLike[str], *, task_file: str | os.PathLike[str],
+                  task_name: str, bridge: str, runtime_url: str | None,
+                  perception: str | None = None, trace: str | None = None) -> DurableRun:
+    """Create the journal of a new run at ``path`` (refuses an existing file)."""
+    where = os.fspath(path)
+    header = RunHeader(task_file=str(Path(task_file).resolve()),
+                       task_digest=file_digest(task_file), task_name=task_name,
+                       run_id=uuid.uuid4().hex[:8], bridge=bridge, runtime_url=runtime_url,
+                       perception=perception,
+                       trace=None if trace is None else str(Path(trace).resolve()),
+                       created_wall=time.time(), harness_version=__version__)
+    journal = RunJournal.create(where, header)
+    journal.claim()
+    try:
+        ledger = Ledger.open(where)
+    except LedgerError:
+        journal.close()
+        raise
+    return DurableRun(where, journal, ledger)
+
+
+def open_durable(path: str | os.PathLike[str]) -> DurableRun:
+    """Open the journal of an interrupted run for ``harness resume`` (see the module
+    docstring); every check runs before the ledger is reopened."""
+    where = os.fspath(path)
+    journal = RunJournal.open(where)
+    try:
+        header = journal.header
+        if journal.status == "finished":
+            result = journal.result() or {}
+            raise DefinitionError(
+                "RUN_FINISHED", f"the run in {where} already finished: "
+                f"{result.get('outcome', '?')} ({result.get('reason', '?')}); nothing to "
+                "resume", where=where,
+                fix=f"start a new run: harness run {header.task_file} --runtime URL "
+                "--journal NEW.db")
+        pid = journal.live_owner()
+        if pid is not None:
+            raise DefinitionError(
+                "RUN_STILL_ALIVE", f"the harness running {where} is still alive (pid {pid}); "
+                "two harnesses must not drive one run", where=where,
+                fix=f"stop it first (kill {pid}), or wait for it to end")
+        if not os.path.isfile(header.task_file):
+            raise DefinitionError(
+                "TASK_MISSING", f"the run's task file {header.task_file} is gone",
+                where=where, fix="put the task file back where the run was started from")
+        if file_digest(header.task_file) != header.task_digest:
+            raise DefinitionError(
+                "TASK_CHANGED", f"the task file {header.task_file} changed since the run "
+                "started (its digest differs); resuming would replay a different task",
+                where=where, fix="restore the file as it was, or start a new run")
+        checkpoint = journal.latest()
+        journal.claim()
+        ledger = Ledger.open(where)
+    except BaseException:
+        journal.close()
+        raise
+    return DurableRun(where, journal, ledger, checkpoint)
