@@ -313,8 +313,8 @@ class ExecutorHost:
                 assert obs is not None  # set by reset() above
                 self._protect(now)
                 staged: list[CommandEvent] = []
-                outputs = self._step_executors(now, obs, staged)
-                outputs = [(cid, out) for live, cid, out in outputs
+                stepped = self._step_executors(now, obs, staged)
+                outputs = [(cid, out) for live, cid, out in stepped
                            if self._active.get(cid) is live]
                 merged = self._merger.merge([(cid, out.action) for cid, out in outputs])
                 refused = {cid: (code, msg) for cid, code, msg in merged.refused}
