@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
+import time
 import uuid
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping
@@ -40,6 +41,7 @@ from harness_bt.errors import BridgeError, HarnessError
 from harness_bt.executor import Executor, ExecutorFactory, ExecutorStatus, ExecutorStep
 from harness_bt.ledger import Command, CommandEvent, EventKind
 from harness_bt.observation import Observation
+from runtime_bridge.host_lock import HostLock
 from runtime_bridge.host_types import EventBatch, HeartbeatResult, HostConfig, StepResult
 from runtime_bridge.journal import MemoryRuntimeJournal, RuntimeJournal
 from runtime_bridge.merge import ActionMerger
@@ -88,7 +90,11 @@ class _Live:
 
 class ExecutorHost:
     """See the module docstring. Thread-safe: the control loop may call :meth:`step` while
-    another thread submits, cancels and queries (only one thread may step)."""
+    another thread submits, cancels and queries (only one thread may step). A step with many
+    commands shares the lock with a waiting thread every ``SHARE_S`` seconds of its own work,
+    after journaling what it has done, so an answer never waits for a whole step."""
+
+    SHARE_S = 0.0005
 
     def __init__(
         self,
@@ -104,7 +110,7 @@ class ExecutorHost:
         self.config = config or HostConfig()
         self.clock: Clock = clock or SystemClock()
         self._journal: RuntimeJournal = journal if journal is not None else MemoryRuntimeJournal()
-        self._lock = threading.RLock()
+        self._lock = HostLock()
         self._step_lock = threading.Lock()
         self._active: dict[str, _Live] = {}
         self._cache: OrderedDict[str, RuntimeRecord] = OrderedDict()
@@ -337,14 +343,20 @@ class ExecutorHost:
                 obs = self._observation
                 assert obs is not None  # set by reset() above
                 self._protect(now)
-                outputs = self._step_executors(now, obs)
+                staged: list[CommandEvent] = []
+                stepped = self._step_executors(now, obs, staged)
+                outputs = [(cid, out) for live, cid, out in stepped
+                           if self._active.get(cid) is live]
                 merged = self._merger.merge([(cid, out.action) for cid, out in outputs])
                 refused = {cid: (code, msg) for cid, code, msg in merged.refused}
+                shared = time.perf_counter()
                 for cid, out in outputs:
                     live = self._active.get(cid)
                     if live is not None:
                         self._settle(live, out, refused.get(cid))
-                events = tuple(self._staged)
+                    shared = self._share(shared, staged)
+                staged += self._staged
+                events = tuple(staged)
                 self._flush()
             try:
                 obs = self.backend.step(merged.action)
@@ -420,9 +432,26 @@ class ExecutorHost:
             self._finish(live, RS.STOPPED, f"{R.STOP_FORCED}: request_stop raised {exc!r}",
                          EventKind.STOPPED, {"held": True})
 
-    def _step_executors(self, now: float, obs: Observation) -> list[tuple[str, ExecutorStep]]:
-        outputs: list[tuple[str, ExecutorStep]] = []
+    def _share(self, since: float, staged: list[CommandEvent]) -> float:
+        """Inside a long step, every ``SHARE_S`` and only when another thread waits for the
+        lock: journal what is done, and let that submit, cancel or query in before going on."""
+        now = time.perf_counter()
+        if now - since < self.SHARE_S or not self._lock.contended:
+            return since
+        staged += self._staged
+        self._flush()
+        self._lock.share()
+        self._check_open()
+        return time.perf_counter()
+
+    def _step_executors(self, now: float, obs: Observation, staged: list[CommandEvent]
+                        ) -> list[tuple[_Live, str, ExecutorStep]]:
+        outputs: list[tuple[_Live, str, ExecutorStep]] = []
+        shared = time.perf_counter()
         for cid, live in list(self._active.items()):
+            shared = self._share(shared, staged)
+            if self._active.get(cid) is not live:  # ended while the lock was shared
+                continue
             if live.started_at is None:
                 live.started_at = now
                 live.exec_deadline = now + live.record.command.execution_timeout_ms / 1000.0  # type: ignore[union-attr]
@@ -436,7 +465,7 @@ class ExecutorHost:
             except Exception as exc:
                 self._finish(live, RS.ABORTED, f"{R.EXECUTOR_ERROR}: {exc!r}", EventKind.ABORTED)
                 continue
-            outputs.append((cid, out))
+            outputs.append((live, cid, out))
         return outputs
 
     def _settle(self, live: _Live, out: ExecutorStep, refused: tuple[str, str] | None) -> None:

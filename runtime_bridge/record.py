@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+import orjson
 
 from harness_bt.bridge import Ack, RuntimeState, RuntimeStatus
 from harness_bt.ledger import Command, CommandEvent, EventKind
@@ -40,6 +43,7 @@ class RuntimeReason(StrEnum):
 
 
 _STATES = {s.value: s for s in RuntimeState}
+_SCALARS = frozenset({str, int, bool, type(None)})
 #: Events a record keeps for ``query``: every lifecycle event, and only the latest progress.
 _LIFECYCLE = frozenset(EventKind) - {EventKind.PROGRESS}
 
@@ -116,7 +120,7 @@ class RuntimeRecord:
             self.received_wall,
             self.finished_wall,
             self.last_seq,
-            json.dumps([e.to_wire() for e in self.events]),
+            _events_text(self.events),
         )
 
     @classmethod
@@ -134,3 +138,30 @@ class RuntimeRecord:
             last_seq=last_seq,
             events=[CommandEvent.from_wire(e) for e in json.loads(events)],
         )
+
+
+def _events_text(events: list[CommandEvent]) -> str:
+    """The events as JSON text. orjson when every ``data`` value is a plain scalar (a progress
+    is finite by construction): there it writes what json would mean; otherwise json (which
+    keeps a NaN as NaN where orjson would write null)."""
+    if not events:
+        return "[]"
+    wire = [e.to_wire() for e in events]
+    if all(_plain(e.data) for e in events):
+        try:
+            return orjson.dumps(wire).decode("utf-8")
+        except TypeError:  # a lone surrogate, an integer past 64 bits
+            pass
+    return json.dumps(wire)
+
+
+def _plain(data: Any) -> bool:
+    for key, value in data.items():
+        if type(key) is not str:
+            return False
+        if type(value) is float:
+            if not math.isfinite(value):
+                return False
+        elif type(value) not in _SCALARS:
+            return False
+    return True

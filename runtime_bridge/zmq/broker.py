@@ -33,6 +33,7 @@ from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError
 from harness_bt.registry import did_you_mean
 from runtime_bridge.zmq.service import Service, serve_one
+from runtime_bridge.zmq.sockets import send_frames
 from runtime_bridge.zmq.wire import (
     WORKER_TYPES,
     Limits,
@@ -215,7 +216,7 @@ class Broker:
     # ------------------------------------------------------------------ messages
 
     def _send(self, sock: zmq.Socket, envelope: list[bytes], msg: Message) -> None:
-        sock.send_multipart([*envelope, *encode(msg)], copy=False)
+        send_frames(sock, [*envelope, *encode(msg)])
 
     def _error(self, sock: zmq.Socket, envelope: list[bytes], err: WireError,
                request: Message | None = None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import sys
 import threading
 from importlib.metadata import entry_points
 from typing import Any
@@ -21,6 +22,7 @@ from runtime_bridge.zmq.server import RuntimeServer, RuntimeServerConfig
 __all__ = ["app", "executors_from_spec"]
 
 EXECUTOR_GROUP = "harness_bt.executors"
+SWITCH_INTERVAL_S = 0.0005  # the runtime process's GIL switch interval (Python's default: 5 ms)
 
 app = typer.Typer(name="runtime", help="The robot-side ZeroMQ runtime: serve, broker.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -68,6 +70,10 @@ def serve(
 
     Prints one JSON line with the bound endpoints once it is ready."""
     logging.basicConfig(level=log_level.upper())
+    # The control thread's step is pure Python; the I/O thread gives up the GIL at each frame
+    # it sends and each journal write, and by default waits up to 5 ms to get it back. In this
+    # process an answer matters more than a step's throughput.
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     server = RuntimeServer(
         backend_from_spec(backend, dt=1.0 / control_hz),
         executors_from_spec(executors or None),

@@ -15,6 +15,7 @@ import threading
 import zmq
 
 from harness_bt.errors import BridgeError
+from runtime_bridge.zmq.sockets import send_frames
 from runtime_bridge.zmq.wire import Limits, Message, WireCode, WireError, decode, encode
 
 __all__ = ["LazyPirateClient"]
@@ -76,7 +77,7 @@ class LazyPirateClient:
             sock = self._sock
             if sock.getsockopt(zmq.RCVTIMEO) != wait_ms:
                 sock.setsockopt(zmq.RCVTIMEO, wait_ms)
-            sock.send_multipart(frames, copy=False)
+            send_frames(sock, frames)
             try:
                 raw = sock.recv_multipart()
             except zmq.Again:

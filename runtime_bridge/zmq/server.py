@@ -6,7 +6,9 @@ Threads and what each owns:
   connected to an external broker at ``connect``) owns the request socket and the telemetry
   PUB socket; it answers the ``manip`` service's requests by calling the host;
 - the **control thread** owns no socket: it steps the host every control period (holding when
-  idle) and hands robot state and progress to the publisher's latest-value store.
+  idle) and hands robot state and progress to the publisher's latest-value store;
+- the **journal thread** (with a journal file) checkpoints the journal's write-ahead log, so
+  neither an answer nor a control step waits for SQLite's sync to disk.
 
 The host is thread-safe; its journal makes every answer durable before it leaves.
 """
@@ -42,7 +44,9 @@ class RuntimeServerConfig:
     """``bind``: where this server's broker listens (loopback by default; ``:*`` for any free
     port). ``connect``: serve as a worker of an external broker instead. ``telemetry``: where
     PUB binds (None: no telemetry). ``journal``: the runtime's SQLite file (None: memory only,
-    forgets everything on restart)."""
+    forgets everything on restart). ``checkpoint_interval_s``: how often the journal thread
+    checkpoints the journal (when something was written; a checkpoint's disk writes slow the
+    commits beside it, so fewer, larger ones disturb fewer answers)."""
 
     bind: str = "tcp://127.0.0.1:5555"
     connect: str | None = None
@@ -53,6 +57,7 @@ class RuntimeServerConfig:
     heartbeat_interval_s: float = 1.0
     step_when_idle: bool = True
     limits: Limits = field(default_factory=Limits)
+    checkpoint_interval_s: float = 1.0
 
 
 class RuntimeServer:
@@ -66,8 +71,9 @@ class RuntimeServer:
         self.backend = backend
         self.clock: Clock = clock or SystemClock()
         self.context = context or zmq.Context.instance()
-        journal = None if cfg.journal is None else SqliteRuntimeJournal(cfg.journal)
-        self.host = ExecutorHost(backend, executors, journal=journal, clock=self.clock,
+        self._journal = (None if cfg.journal is None
+                         else SqliteRuntimeJournal(cfg.journal, autocheckpoint=False))
+        self.host = ExecutorHost(backend, executors, journal=self._journal, clock=self.clock,
                                  config=cfg.host)
         self.publisher = (None if cfg.telemetry is None
                           else TelemetryPublisher(cfg.telemetry, clock=self.clock))
@@ -90,6 +96,7 @@ class RuntimeServer:
                 context=self.context, clock=self.clock)
         self._stop = threading.Event()
         self._control: threading.Thread | None = None
+        self._checkpoints: threading.Thread | None = None
         self.failure: BaseException | None = None
         self.endpoints: dict[str, Any] = {}
 
@@ -109,7 +116,22 @@ class RuntimeServer:
         self._control = threading.Thread(target=self._control_loop, name="harness-control",
                                          daemon=True)
         self._control.start()
+        if self._journal is not None:
+            self._checkpoints = threading.Thread(target=self._checkpoint_loop,
+                                                 args=(self._journal,), name="harness-journal",
+                                                 daemon=True)
+            self._checkpoints.start()
         return dict(self.endpoints)
+
+    def _checkpoint_loop(self, journal: SqliteRuntimeJournal) -> None:
+        seen = journal.commits
+        while not self._stop.wait(self.config.checkpoint_interval_s):
+            if journal.commits != seen:
+                seen = journal.commits
+                try:
+                    journal.checkpoint()
+                except BridgeError as exc:  # the log grows meanwhile; commits still land
+                    log.warning("%s", exc)
 
     def _control_loop(self) -> None:
         period = self.backend.control_period_s
@@ -156,7 +178,8 @@ class RuntimeServer:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._control is not None:
-            self._control.join(5.0)
+        for thread in (self._control, self._checkpoints):
+            if thread is not None:
+                thread.join(5.0)
         self._io.stop()
         self.host.close()

@@ -19,7 +19,6 @@ Nothing here unpickles anything; arrays are only ever plain numeric dtypes.
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from harness_bt.errors import BridgeError, HarnessError
+from runtime_bridge import jsontext
 
 __all__ = [
     "MAGIC",
@@ -183,17 +183,13 @@ def encode(msg: Message) -> list[bytes | memoryview]:
             blobs.append(arr.data.cast("B") if arr.ndim else arr.tobytes())
         body = {**body, "_arrays": described}
     try:
-        text = json.dumps(body, separators=(",", ":"), allow_nan=False)
+        text = jsontext.dumps(body)
     except (TypeError, ValueError) as exc:
         raise WireError(WireCode.INVALID_REQUEST, f"the body cannot travel as JSON: {exc}",
                         command_id=msg.command_id or None,
                         fix="send only str, int, finite float, bool, None, lists and dicts; "
                         "arrays go in `arrays`") from exc
-    return [header, text.encode("utf-8"), *blobs]
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+    return [header, text, *blobs]
 
 
 def decode(frames: Sequence[bytes], limits: Limits = Limits()) -> Message:
@@ -282,7 +278,7 @@ def _decode_body(frame: bytes, limits: Limits, request_id: int) -> dict[str, Any
                         f"{limits.max_body_bytes}", request_id=request_id,
                         fix="send large data as array frames, or raise max_body_bytes")
     try:
-        body = json.loads(bytes(frame).decode("utf-8"), parse_constant=_reject_constant)
+        body = jsontext.loads(frame)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise WireError(WireCode.MALFORMED, f"frame 1 is not a JSON object: {exc}",
                         request_id=request_id) from None

@@ -2,12 +2,15 @@
 run; asserts nothing about speed.
 
 1. dispatch-to-acknowledge round trip (p50 / p99) between two processes, versus a raw pyzmq
-   REQ/REP echo with the same frame sizes (targets: <= 1.5x at p50, <= 2x at p99);
+   REQ/REP echo with the same frame sizes (targets: <= 1.5x at p50, <= 2x at p99); then, for
+   reference only, a runtime whose journal is in memory (it survives nothing) against the echo
+   again;
 2. broker throughput: requests per second routed to a remote worker, and answered by the
    runtime's local service;
 3. 100 concurrent clients x 1,000 commands: nothing lost, nothing run twice, broker memory.
 
-Run: .venv/bin/python tests/benchmarks/bench_zmq.py [--quick]
+Run: .venv/bin/python tests/benchmarks/bench_zmq.py [--quick] [--round-trip]
+(``--round-trip``: part 1 only)
 """
 
 from __future__ import annotations
@@ -56,10 +59,11 @@ def spawn(args: list[str], env: dict[str, str] | None = None) -> tuple[subproces
     return proc, json.loads(line)
 
 
-def serve(tmp: str, *extra: str,
-          env: dict[str, str] | None = None) -> tuple[subprocess.Popen, dict]:
+def serve(tmp: str, *extra: str, env: dict[str, str] | None = None,
+          journal: bool = True) -> tuple[subprocess.Popen, dict]:
     return spawn(["-m", "runtime_bridge.zmq", "serve", "--bind", "tcp://127.0.0.1:*",
-                  "--telemetry", "", "--journal", os.path.join(tmp, "runtime.db"),
+                  "--telemetry", "", "--journal",
+                  os.path.join(tmp, "runtime.db") if journal else "",
                   "--executors", "tests.runtime_bridge.executors:factory", "--lease-ms", "0",
                   *extra], env)
 
@@ -133,11 +137,14 @@ def round_trips(n: int, warmup: int = 200) -> None:
                     t_raw.append((t1 - t0) / 1e3)
                     t_bridge.append((t2 - t1) / 1e3)
                     t_proto.append((t4 - t3) / 1e3)
+            bridge.close()
+            proc.terminate()
+            proc.wait(10)
+            t_raw_mem, t_mem = in_memory_round_trips(tmp, ctx, raw, payload, cmds, warmup)
             raw.send(b"stop")
             raw.recv()
             raw.close(0)
             echo.wait(10)
-            bridge.close()
         finally:
             proc.terminate()
             proc.wait(10)
@@ -152,6 +159,39 @@ def round_trips(n: int, warmup: int = 200) -> None:
         p50, p99 = pct(xs, 0.5), pct(xs, 0.99)
         print(f"   {name:38s} {p50:9.1f} {p99:9.1f} {p50 / b50:7.2f} {p99 / b99:7.2f}")
     print("   targets: <= 1.50 at p50, <= 2.00 at p99")
+    b50, b99 = pct(t_raw_mem, 0.5), pct(t_raw_mem, 0.99)
+    p50, p99 = pct(t_mem, 0.5), pct(t_mem, 0.99)
+    print("   reference only (no durability; measured after, against the echo again):")
+    print(f"   {'raw pyzmq REQ/REP echo (baseline)':38s} {b50:9.1f} {b99:9.1f} {1:7.2f} {1:7.2f}")
+    print(f"   {'runtime DISPATCH, in-memory journal':38s} {p50:9.1f} {p99:9.1f} "
+          f"{p50 / b50:7.2f} {p99 / b99:7.2f}")
+
+
+def in_memory_round_trips(tmp: str, ctx: zmq.Context, raw: zmq.Socket, payload: list[bytes],
+                          cmds: list, warmup: int) -> tuple[list[float], list[float]]:
+    """Echo and DISPATCH to a runtime without a journal file, interleaved as above."""
+    proc, info = serve(tmp, "--control-hz", "30", journal=False)
+    client = LazyPirateClient(info["bind"], context=ctx, timeout_s=2.0)
+    t_raw, t_mem = [], []
+    try:
+        for i in range(1, len(cmds)):
+            pre = Message(MessageType.DISPATCH, 0, "manip", f"m-{i}", {
+                "command": {**cmds[i].to_wire(), "command_id": f"m-{i}"},
+                "start_budget_ms": 5000.0})
+            t0 = time.perf_counter_ns()
+            raw.send_multipart(payload)
+            raw.recv_multipart()
+            t1 = time.perf_counter_ns()
+            client.request(pre)
+            t2 = time.perf_counter_ns()
+            if i >= warmup:
+                t_raw.append((t1 - t0) / 1e3)
+                t_mem.append((t2 - t1) / 1e3)
+    finally:
+        client.close()
+        proc.terminate()
+        proc.wait(10)
+    return t_raw, t_mem
 
 
 def _throughput_client(endpoint: str, service: str, mtype: int, count: int,
@@ -322,6 +362,8 @@ def main() -> None:
     print(f"bench_zmq: pyzmq {zmq.__version__}, libzmq {zmq.zmq_version()}, "
           f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     round_trips(500 if quick else 3000)
+    if "--round-trip" in sys.argv:
+        return
     throughput(2000 if quick else 20_000, 4)
     if quick:
         flood(10, 100, 2)

@@ -355,9 +355,11 @@ def test_resume_refuses_a_run_whose_harness_is_still_alive(tmp_path: Path) -> No
     path = tmp_path / "run.db"
     start_durable(path, task_file=task, task_name="t", bridge="zmq",
                   runtime_url="tcp://127.0.0.1:5555").close()
-    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    alive = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); "
+                              "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
     try:
-        cmd = Path(f"/proc/{alive.pid}/cmdline").read_bytes().decode()
+        assert alive.stdout is not None and alive.stdout.readline() == "up\n"  # exec'd: its
+        cmd = Path(f"/proc/{alive.pid}/cmdline").read_bytes().decode()  # own command line
         with sqlite3.connect(path) as db:  # as if that process were the harness of this run
             db.execute("UPDATE run_meta SET value=? WHERE key='owner'", (json.dumps(
                 {"pid": alive.pid, "host": __import__("socket").gethostname(), "cmd": cmd}),))
@@ -367,4 +369,6 @@ def test_resume_refuses_a_run_whose_harness_is_still_alive(tmp_path: Path) -> No
     finally:
         alive.kill()
         alive.wait()
+        assert alive.stdout is not None
+        alive.stdout.close()
     open_durable(path).close()  # once it is gone, the run can be resumed
