@@ -3,7 +3,8 @@
 Shared by the in-process runtime and the ZeroMQ runtime server. The host
 
 - takes commands (``submit``), idempotent per command id: a resend returns the original
-  answer with ``duplicate=True``, whatever happened since; it refuses stale epochs, expired
+  answer with ``duplicate=True``, whatever happened since (and renews the lease of a running
+  one, as a heartbeat would); it refuses stale epochs, expired
   start budgets, busy resources and commands its executor factory refuses, and remembers the
   refusal so a resend is refused the same way;
 - steps every active executor once per ``step()``, merges their shares into one action (holding
@@ -12,7 +13,9 @@ Shared by the in-process runtime and the ZeroMQ runtime server. The host
 - protects locally: each command holds a lease renewed by ``heartbeat``; a lease that runs out
   stops the command's executor at the next step (its parts are held in that same step) with
   reason ``LEASE_EXPIRED``, without waiting for the harness. Control epochs fence: a newer
-  epoch takes over, commands, cancels and heartbeats from an older one are refused;
+  epoch takes over, commands, cancels and heartbeats from an older one are refused, and a
+  newer epoch's command that needs a resource held by an older epoch's command preempts it
+  (held at once, reason ``EPOCH_PREEMPTED``) instead of waiting out its lease;
 - journals every change before it acts on it or answers about it, so a restarted host answers
   for everything it acknowledged, and reports what was active when it died as ABORTED with
   reason ``RUNTIME_RESTARTED``, never running it again.
@@ -182,6 +185,7 @@ class ExecutorHost:
             old = self._find(cid)
             if old is not None:
                 if old.command is None or old.digest == command.digest:
+                    self._renew_on_resend(command)
                     return old.ack(duplicate=True)
                 return Ack(cid, False, RS.REJECTED, f"{R.COMMAND_ID_CONFLICT}: id {cid!r} is "
                            f"taken by a command of other content (digest {str(old.digest)[:12]}, "
@@ -216,6 +220,15 @@ class ExecutorHost:
             self._flush()
             return rec.ack(duplicate=False)
 
+    def _renew_on_resend(self, command: Command) -> None:
+        """A resent dispatch proves its harness alive, as a heartbeat would: renew the lease
+        (a harness blocked in its retries sends no heartbeats meanwhile). Not for an older
+        epoch: a fenced harness renews nothing."""
+        live = self._active.get(command.command_id)
+        if (live is not None and self.config.lease_s is not None
+                and command.epoch >= self._epoch):
+            live.lease_deadline = self.clock.monotonic() + self.config.lease_s
+
     def _refusal(self, command: Command, start_budget_ms: float | None) -> str | None:
         if command.epoch < self._epoch:
             return (f"{R.STALE_EPOCH}: command epoch {command.epoch} is older than the "
@@ -226,10 +239,28 @@ class ExecutorHost:
             return f"{R.EXPIRED_COMMAND}: start budget {budget!r} ms left; re-plan and re-issue"
         for res in command.resources:
             holder = self._holders.get(res)
-            if holder is not None:
-                return (f"{R.RESOURCE_BUSY}: resource {res!r} is held by command {holder!r} "
-                        f"({self._active[holder].record.state}); wait until it finishes")
+            if holder is None:
+                continue
+            live = self._active[holder]
+            older = live.record.command
+            if older is not None and older.epoch < command.epoch:
+                self._preempt(live, command, res)
+                continue
+            return (f"{R.RESOURCE_BUSY}: resource {res!r} is held by command {holder!r} "
+                    f"({live.record.state}); wait until it finishes")
         return None
+
+    def _preempt(self, live: _Live, command: Command, resource: str) -> None:
+        """A newer epoch's command needs ``resource``, held by an older epoch's command: that
+        command has lost its controller (its heartbeats and cancels are refused), so it is held
+        now instead of when its lease runs out, and the newer command may start. A controller
+        that adopts the older command (a resumed harness) follows it and sends nothing that
+        conflicts with it, so it is never preempted that way."""
+        with contextlib.suppress(Exception):  # the hold needs no cooperation from the executor
+            live.executor.request_stop()
+        self._finish(live, RS.STOPPED, f"{R.EPOCH_PREEMPTED}: epoch {command.epoch} command "
+                     f"{command.command_id!r} needs {resource!r}", EventKind.STOPPED,
+                     {"held": True, "preempted_by": command.command_id})
 
     def cancel(self, command_id: str, *, epoch: int | None = None) -> Ack:
         """Ask for a stop. A pending command stops at once; a running one is asked to stop

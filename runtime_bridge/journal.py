@@ -230,6 +230,15 @@ class SqliteRuntimeJournal:
         row = self._query_one("SELECT value FROM runtime_meta WHERE key=?", (key,))
         return None if row is None else str(row[0])
 
+    def command_ids(self) -> list[str]:
+        """Every command id on record, oldest receipt first (for audits and chaos runs)."""
+        try:
+            rows = self._db.execute(
+                "SELECT command_id FROM runtime_commands ORDER BY received_wall").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._failed("read", exc) from exc
+        return [str(r[0]) for r in rows]
+
     def count(self) -> int:
         row = self._query_one("SELECT COUNT(*) FROM runtime_commands", ())
         return 0 if row is None else int(str(row[0]))

@@ -23,6 +23,7 @@ class RuntimeReason(StrEnum):
     STALE_EPOCH = "STALE_EPOCH"  # issued under an older control epoch than the runtime's
     EXPIRED_COMMAND = "EXPIRED_COMMAND"  # its start budget ran out before it could start
     RESOURCE_BUSY = "RESOURCE_BUSY"  # a resource it needs is held by an active command
+    EPOCH_PREEMPTED = "EPOCH_PREEMPTED"  # held: a newer epoch's command needed its resource
     COMMAND_ID_CONFLICT = "COMMAND_ID_CONFLICT"  # the id is taken by a command of other content
     INVALID_COMMAND = "INVALID_COMMAND"  # malformed command (the field is named)
     EXECUTOR_REFUSED = "EXECUTOR_REFUSED"  # the executor factory refused it (unknown skill)

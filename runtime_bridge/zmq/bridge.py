@@ -10,8 +10,10 @@
 - ``poll`` renews the leases of the commands this bridge follows (heartbeat), reads command
   events after its cursor (the authoritative path for results), and drains telemetry (the
   latest robot state becomes an :class:`Observation`). It never raises for a silent runtime:
-  it waits ``poll_timeout_s`` once, reports a ``runtime_silent`` notice, and tries again on
-  the next poll.
+  it waits once, reports a ``runtime_silent`` notice, and tries again on the next poll. The
+  wait starts at ``poll_timeout_s`` and doubles after each silent poll, up to ``timeout_s``
+  (halving back after answers): on a link slower than ``poll_timeout_s`` every reply would
+  otherwise arrive after its socket was reset, and no event would ever get through.
 - Fencing: ``epoch`` goes with every cancel and heartbeat (commands carry their own); a
   ``fenced`` notice says the runtime has a newer epoch.
 
@@ -55,8 +57,8 @@ _NOT_DONE = frozenset({WireCode.SERVICE_UNAVAILABLE, WireCode.BROKER_BUSY,
 @dataclass(frozen=True, slots=True)
 class ZmqBridgeConfig:
     """``telemetry``: the PUB endpoint (None: ask the runtime; "": no telemetry). ``timeout_s``
-    x ``retries`` bounds dispatch, cancel and query; ``poll_timeout_s`` bounds each of poll's
-    (single-try) requests."""
+    x ``retries`` bounds dispatch, cancel and query; ``poll_timeout_s`` is the first wait of each
+    of poll's (single-try) requests, doubled after silent polls up to ``timeout_s``."""
 
     endpoint: str = "tcp://127.0.0.1:5555"
     service: str = "manip"
@@ -90,6 +92,7 @@ class ZmqBridge:
         self._next_beat = 0.0
         self._subscriber: TelemetrySubscriber | None = None
         self._state_seq = -1
+        self._poll_wait = cfg.poll_timeout_s
 
     # ------------------------------------------------------------------ calls
 
@@ -111,7 +114,7 @@ class ZmqBridge:
         """True when the runtime has introduced itself (one short try otherwise)."""
         if self._hello is None:
             with contextlib.suppress(WireError):  # then: from cursor 0 of the first boot to answer
-                self.hello(retries=1, timeout_s=self.config.poll_timeout_s)
+                self.hello(retries=1, timeout_s=self._poll_wait)
         return self._hello is not None
 
     def dispatch(self, command: Command, *, start_budget_ms: float | None = None) -> Ack:
@@ -173,7 +176,7 @@ class ZmqBridge:
                   retries: int | None = None) -> HeartbeatResult:
         ids = sorted(self.followed) if command_ids is None else command_ids
         reply = self._call(MT.HEARTBEAT, "", {"epoch": self.epoch, "command_ids": ids},
-                           retries=retries, timeout_s=self.config.poll_timeout_s)
+                           retries=retries, timeout_s=self._poll_wait)
         return heartbeat_from_wire(reply.body)
 
     # ------------------------------------------------------------------ poll
@@ -181,8 +184,10 @@ class ZmqBridge:
     def poll(self) -> PollResult:
         notices: list[BridgeNotice] = []
         now = self.clock.monotonic()
-        if not self._ensure_hello():
-            return PollResult(notices=(BridgeNotice("runtime_silent", data={"call": "hello"}),))
+        if not self._ensure_hello():  # telemetry has its own channel: keep observing
+            self._slower()
+            return PollResult(observations=tuple(self._drain_telemetry(now)),
+                              notices=(BridgeNotice("runtime_silent", data={"call": "hello"}),))
         events: list[CommandEvent] = []
         try:
             if now >= self._next_beat:
@@ -194,10 +199,18 @@ class ZmqBridge:
                                                                 "runtime_epoch": beat.epoch}))
             call = "events"
             events = self._read_events(notices)
+            self._poll_wait = max(self.config.poll_timeout_s, self._poll_wait / 2)
         except WireError as err:  # silent: say so, and try again on the next poll
             notices.append(self._silent(call, err))
+            if err.code == WireCode.NO_REPLY:
+                self._slower()
         observations = self._drain_telemetry(now)
         return PollResult(tuple(events), tuple(observations), tuple(notices))
+
+    def _slower(self) -> None:
+        """Wait longer on the next poll (see the module docstring)."""
+        cap = max(self.config.poll_timeout_s, self.config.timeout_s)
+        self._poll_wait = min(cap, 2 * self._poll_wait)
 
     def _silent(self, call: str, err: WireError) -> BridgeNotice:
         return BridgeNotice("runtime_silent", data={"call": call, "code": err.code,
@@ -206,7 +219,7 @@ class ZmqBridge:
     def _read_events(self, notices: list[BridgeNotice]) -> list[CommandEvent]:
         body = {"cursor": self.cursor, "limit": self.config.max_events}
         batch = batch_from_wire(self._call(MT.EVENTS, "", body, retries=1,
-                                           timeout_s=self.config.poll_timeout_s).body)
+                                           timeout_s=self._poll_wait).body)
         if batch.boot_id != self.boot_id:
             if self.boot_id is not None:
                 notices.append(BridgeNotice("runtime_restarted", data={
@@ -214,7 +227,7 @@ class ZmqBridge:
             self.boot_id, self.cursor = batch.boot_id, 0
             body["cursor"] = 0
             batch = batch_from_wire(self._call(MT.EVENTS, "", body, retries=1,
-                                               timeout_s=self.config.poll_timeout_s).body)
+                                               timeout_s=self._poll_wait).body)
         self.cursor = batch.next_cursor
         out = [e for e in batch.events if self._fresh(e)]
         if batch.gap:
