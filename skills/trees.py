@@ -8,15 +8,19 @@ same recoveries serve any graspable object the perception knows.
   evaluation phase); after a miss reopen, look again and realign (3 attempts).
 - :func:`evaluate_tree`: judge the lift from observations; after a slip let go, look again,
   grasp again, lift again (3 attempts).
+- :func:`pick_phases`: the three as the phases ``approach`` -> ``grasp`` -> ``evaluate`` with
+  their transitions, the last one going on to the phase the task names.
 """
 
 from __future__ import annotations
 
 import py_trees
 
+from harness_bt import Phase, on
 from harness_bt.nodes import Evaluate, Observe, SkillAction, act_and_evaluate, recover
 
-__all__ = ["Behaviour", "approach_tree", "evaluate_tree", "grasp_tree", "look", "sequence"]
+__all__ = ["Behaviour", "approach_tree", "evaluate_tree", "grasp_tree", "look", "pick_phases",
+           "sequence"]
 
 Behaviour = py_trees.behaviour.Behaviour
 
@@ -77,3 +81,26 @@ def evaluate_tree(obj: str) -> Behaviour:
                    sequence("regrasp", _release("let_go", obj), _approach("reapproach", obj),
                             _grasp("regrasp_cube", obj), _lift("relift", obj)),
                    3, name="held_or_regrasp")
+
+
+def pick_phases(obj: str, then: str) -> list[Phase]:
+    """The phases ``approach``, ``grasp`` and ``evaluate`` of picking ``obj``; ``evaluate``
+    goes on to ``then`` when the object is held. Failures end in ``aborted_approach``,
+    ``aborted_grasp``, ``aborted_grasp_failed``; UNKNOWN in ``aborted_unknown``; an exhausted
+    budget in ``aborted_budget_exhausted`` (the task defines those finals)."""
+    ends = [on("unknown", "aborted_unknown"),
+            on("budget_exhausted", "aborted_budget_exhausted")]
+    return [
+        Phase("approach", lambda: approach_tree(obj), transitions=[
+            on("succeeded", "grasp"), on("failed", "aborted_approach"), *ends],
+            description="the pre-grasp pose above the cube; back off home on an IK "
+                        "failure or a stall"),
+        Phase("grasp", lambda: grasp_tree(obj), transitions=[
+            on("succeeded", "evaluate"), on("failed", "aborted_grasp"), *ends],
+            description="close on the cube and lift it; reopen, look again and realign "
+                        "after a miss"),
+        Phase("evaluate", lambda: evaluate_tree(obj), transitions=[
+            on("succeeded", then), on("failed", "aborted_grasp_failed"), *ends],
+            description="judge the lift from observations; after a slip let go, look "
+                        "again, grasp again"),
+    ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from harness_bt import Final, Phase, Task, TaskBudget, on
 from harness_bt.nodes import act_and_evaluate
-from skills.trees import Behaviour, approach_tree, evaluate_tree, grasp_tree, look, sequence
+from skills.trees import Behaviour, look, pick_phases, sequence
 
 CUBE = "red_cube"
 TRAY = "tray"
@@ -29,26 +29,13 @@ def place_tree() -> Behaviour:
 
 
 def task() -> Task:
-    ends = [on("unknown", "aborted_unknown"),
-            on("budget_exhausted", "aborted_budget_exhausted")]
     return Task(
         "pick_and_place",
         [
             Phase("observe", observe_tree, transitions=[
                 on("succeeded", "approach"), on("failed", "aborted_not_observed")],
                 description="find the cube and the tray (the plan's snapshot)"),
-            Phase("approach", lambda: approach_tree(CUBE), transitions=[
-                on("succeeded", "grasp"), on("failed", "aborted_approach"), *ends],
-                description="the pre-grasp pose above the cube; back off home on an IK "
-                            "failure or a stall"),
-            Phase("grasp", lambda: grasp_tree(CUBE), transitions=[
-                on("succeeded", "evaluate"), on("failed", "aborted_grasp"), *ends],
-                description="close on the cube and lift it; reopen, look again and realign "
-                            "after a miss"),
-            Phase("evaluate", lambda: evaluate_tree(CUBE), transitions=[
-                on("succeeded", "transport"), on("failed", "aborted_grasp_failed"), *ends],
-                description="judge the lift from observations; after a slip let go, look "
-                            "again, grasp again"),
+            *pick_phases(CUBE, then="transport"),
             Phase("transport", transport_tree, transitions=[
                 on("succeeded", "place"), on("failed", "aborted_dropped"),
                 on("unknown", "aborted_unknown")],

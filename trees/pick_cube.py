@@ -4,7 +4,7 @@ equal structures). ``harness run trees/pick_cube.py`` runs it."""
 from __future__ import annotations
 
 from harness_bt import Final, Phase, Task, TaskBudget, on
-from skills.trees import Behaviour, approach_tree, evaluate_tree, grasp_tree, look
+from skills.trees import Behaviour, look, pick_phases
 
 CUBE = "red_cube"
 
@@ -14,26 +14,13 @@ def observe_tree() -> Behaviour:
 
 
 def task() -> Task:
-    ends = [on("unknown", "aborted_unknown"),
-            on("budget_exhausted", "aborted_budget_exhausted")]
     return Task(
         "pick_cube",
         [
             Phase("observe", observe_tree, transitions=[
                 on("succeeded", "approach"), on("failed", "aborted_not_observed")],
                 description="find the cube (the plan's snapshot)"),
-            Phase("approach", lambda: approach_tree(CUBE), transitions=[
-                on("succeeded", "grasp"), on("failed", "aborted_approach"), *ends],
-                description="the pre-grasp pose above the cube; back off home on an IK "
-                            "failure or a stall"),
-            Phase("grasp", lambda: grasp_tree(CUBE), transitions=[
-                on("succeeded", "evaluate"), on("failed", "aborted_grasp"), *ends],
-                description="close on the cube and lift it; reopen, look again and realign "
-                            "after a miss"),
-            Phase("evaluate", lambda: evaluate_tree(CUBE), transitions=[
-                on("succeeded", "done"), on("failed", "aborted_grasp_failed"), *ends],
-                description="judge the lift from observations; after a slip let go, look "
-                            "again, grasp again"),
+            *pick_phases(CUBE, then="done"),
             Final("done", reason="done"),
             *(Final(a) for a in ("aborted_not_observed", "aborted_approach", "aborted_grasp",
                                  "aborted_grasp_failed", "aborted_unknown",

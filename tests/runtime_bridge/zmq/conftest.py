@@ -12,6 +12,7 @@ import zmq
 from runtime_bridge.host import HostConfig
 from runtime_bridge.kinematic import KinematicBackend
 from runtime_bridge.zmq import RuntimeServer, RuntimeServerConfig, ZmqBridge, ZmqBridgeConfig
+from runtime_bridge.zmq.faults import FaultProxy
 from tests.runtime_bridge import executors
 
 LOOPBACK = "tcp://127.0.0.1"
@@ -79,3 +80,19 @@ def make_bridge(zctx: zmq.Context) -> Iterator[Callable[..., ZmqBridge]]:
     yield make
     for bridge in bridges:
         bridge.close()
+
+
+@pytest.fixture
+def proxy(zctx: zmq.Context) -> Iterator[Callable[[str], FaultProxy]]:
+    """Start fault proxies in front of an endpoint; each is stopped at teardown."""
+    proxies: list[FaultProxy] = []
+
+    def start(upstream: str) -> FaultProxy:
+        p = FaultProxy(upstream, context=zctx)
+        p.start()
+        proxies.append(p)
+        return p
+
+    yield start
+    for p in proxies:
+        p.stop()

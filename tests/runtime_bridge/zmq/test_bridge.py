@@ -10,25 +10,9 @@ import pytest
 from harness_bt.bridge import RuntimeBridge, RuntimeState
 from harness_bt.ledger import EventKind
 from runtime_bridge.zmq import WireCode, WireError
-from runtime_bridge.zmq.faults import FaultProxy
 from tests.runtime_bridge.executors import STARTS, command
 
 RS = RuntimeState
-
-
-@pytest.fixture
-def proxy(zctx):
-    proxies: list[FaultProxy] = []
-
-    def start(upstream: str) -> FaultProxy:
-        p = FaultProxy(upstream, context=zctx)
-        p.start()
-        proxies.append(p)
-        return p
-
-    yield start
-    for p in proxies:
-        p.stop()
 
 
 def poll_until(bridge, predicate, timeout_s: float = 5.0):

@@ -12,25 +12,10 @@ from harness_bt.bridge import RuntimeState
 from harness_bt.errors import BridgeError
 from harness_bt.ledger import EventKind
 from runtime_bridge.zmq import Message, MessageType, WireCode, WireError, decode, encode
-from runtime_bridge.zmq.faults import CORRUPTIONS, FaultProxy, corrupt
+from runtime_bridge.zmq.faults import CORRUPTIONS, corrupt
 from tests.runtime_bridge.executors import STARTS, command
 
 RS = RuntimeState
-
-
-@pytest.fixture
-def proxy(zctx):
-    proxies: list[FaultProxy] = []
-
-    def start(upstream: str) -> FaultProxy:
-        p = FaultProxy(upstream, context=zctx)
-        p.start()
-        proxies.append(p)
-        return p
-
-    yield start
-    for p in proxies:
-        p.stop()
 
 
 def _frames() -> list[bytes]:
