@@ -118,9 +118,13 @@ class SqliteRuntimeJournal:
                 "reason TEXT NOT NULL, received_wall REAL NOT NULL, finished_wall REAL, "
                 "last_seq INTEGER NOT NULL, events TEXT NOT NULL) WITHOUT ROWID"
             )
+            # Only finished rows are indexed (purge reads them): a dispatch's commit writes its
+            # row's page and not an index page too (a third fewer log frames per answer). An
+            # older journal's index of every row is replaced; its format is unchanged.
+            self._db.execute("DROP INDEX IF EXISTS runtime_commands_finished")
             self._db.execute(
-                "CREATE INDEX IF NOT EXISTS runtime_commands_finished "
-                "ON runtime_commands(finished_wall)"
+                "CREATE INDEX IF NOT EXISTS runtime_commands_finished_only "
+                "ON runtime_commands(finished_wall) WHERE finished_wall IS NOT NULL"
             )
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS runtime_meta "

@@ -44,3 +44,27 @@ def test_without_autocheckpoint_the_log_waits_for_checkpoint_and_commits_stay_re
     other.close()
     assert journal.commits == 301  # the format row, then one commit per write
     journal.close()
+
+
+def test_only_finished_rows_are_indexed_and_an_older_journals_full_index_is_replaced(tmp_path):
+    path = tmp_path / "runtime.db"
+    SqliteRuntimeJournal(path).close()
+    older = sqlite3.connect(path)  # the index an older version made: every row, finished or not
+    older.execute("DROP INDEX runtime_commands_finished_only")
+    older.execute("CREATE INDEX runtime_commands_finished ON runtime_commands(finished_wall)")
+    older.close()
+
+    journal = SqliteRuntimeJournal(path)
+    journal.write([record("done", finished=5.0), record("pending")])
+    db = sqlite3.connect(path)
+    indexes = {name: sql for name, sql in db.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type='index' AND sql IS NOT NULL")}
+    assert list(indexes) == ["runtime_commands_finished_only"]
+    assert "WHERE finished_wall IS NOT NULL" in indexes["runtime_commands_finished_only"]
+    plan = db.execute("EXPLAIN QUERY PLAN DELETE FROM runtime_commands WHERE finished_wall "
+                      "IS NOT NULL AND finished_wall < ?", (10.0,)).fetchall()
+    assert "runtime_commands_finished_only" in str(plan)
+    db.close()
+    assert [r.command_id for r in journal.unfinished()] == ["pending"]
+    assert journal.purge(finished_before_wall=10.0) == 1
+    journal.close()
