@@ -9,6 +9,7 @@ step-driven simulator.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -182,48 +183,50 @@ def _home_post(p: HomeParams) -> list[Postcondition]:
                                         "tolerance_rad": 2 * p.tolerance_rad})]
 
 
+#: what every skill here shares: start within 1 s, stop within 1 s, progress at least every
+#: 2 s, safe to retry
+_LIFECYCLE = Lifecycle(start_within_ms=1_000, stop_timeout_ms=1_000, progress_timeout_ms=2_000,
+                       retry_safe=True)
+
+
+def _lifecycle(execution_timeout_ms: int, **facts: Any) -> Lifecycle:
+    """:data:`_LIFECYCLE` with a skill's own execution timeout and ``facts``."""
+    return dataclasses.replace(_LIFECYCLE, execution_timeout_ms=execution_timeout_ms, **facts)
+
+
 MOVE_EE_TO = Skill(
     "move_ee_to", MoveEeToParams, resources=ARM, check=_checked(_move_checks),
     postconditions=_move_post,
-    lifecycle=Lifecycle(start_within_ms=1_000, execution_timeout_ms=12_000, stop_timeout_ms=1_000,
-                        progress_timeout_ms=2_000, retry_safe=True),
+    lifecycle=_lifecycle(12_000),
     description="move the tool centre point to a position (Cartesian, ee_pose deltas)")
 APPROACH = Skill(
     "approach", ApproachParams, resources=HAND, check=_checked(_approach_checks),
     postconditions=_approach_post,
-    lifecycle=Lifecycle(start_within_ms=1_000, execution_timeout_ms=12_000, stop_timeout_ms=1_000,
-                        progress_timeout_ms=2_000, retry_safe=True,
-                        needs_fresh_observation_ms=500),
+    lifecycle=_lifecycle(12_000, needs_fresh_observation_ms=500),
     description="open the hand and go to the pre-grasp pose above an object")
 GRASP = Skill(
     "grasp", GraspParams, resources=HAND, check=_checked(_grasp_checks),
     postconditions=_grasp_post,
-    lifecycle=Lifecycle(start_within_ms=1_000, execution_timeout_ms=10_000, stop_timeout_ms=1_000,
-                        progress_timeout_ms=2_000, retry_safe=True,
-                        needs_fresh_observation_ms=500, cancel=CancelBehaviour.STOP_AND_HOLD),
+    lifecycle=_lifecycle(10_000, needs_fresh_observation_ms=500,
+                         cancel=CancelBehaviour.STOP_AND_HOLD),
     description="centre over an object, descend, close until the fingers stop")
 LIFT = Skill(
     "lift", LiftParams, resources=HAND, check=_checked(_lift_checks), postconditions=_lift_post,
-    lifecycle=Lifecycle(start_within_ms=1_000, execution_timeout_ms=8_000, stop_timeout_ms=1_000,
-                        progress_timeout_ms=2_000, retry_safe=True),
+    lifecycle=_lifecycle(8_000),
     description="raise the hand and what it holds, then hold still")
 RELEASE = Skill(
     "release", ReleaseParams, resources=("gripper",), check=_checked(_release_checks),
     postconditions=_release_post,
-    lifecycle=Lifecycle(start_within_ms=1_000, execution_timeout_ms=4_000, stop_timeout_ms=1_000,
-                        progress_timeout_ms=2_000, retry_safe=True),
+    lifecycle=_lifecycle(4_000),
     description="open the hand until the fingers stop")
 PLACE = Skill(
     "place", PlaceParams, resources=HAND, check=_checked(_place_checks),
     postconditions=_place_post,
-    lifecycle=Lifecycle(start_within_ms=1_000, execution_timeout_ms=12_000, stop_timeout_ms=1_000,
-                        progress_timeout_ms=2_000, retry_safe=False,
-                        needs_fresh_observation_ms=500),
+    lifecycle=_lifecycle(12_000, retry_safe=False, needs_fresh_observation_ms=500),
     description="lower the held object onto a target, open, back off")
 HOME = Skill(
     "home", HomeParams, resources=ARM, check=_checked(_home_checks), postconditions=_home_post,
-    lifecycle=Lifecycle(start_within_ms=1_000, execution_timeout_ms=12_000, stop_timeout_ms=1_000,
-                        progress_timeout_ms=2_000, retry_safe=True),
+    lifecycle=_lifecycle(12_000),
     description="move the arm to its home configuration in joint space (no IK)")
 
 #: Every skill of this package, in the order the docs list them.
