@@ -169,10 +169,18 @@ class SqliteRuntimeJournal:
             raise self._failed("read", exc) from exc
         return [RuntimeRecord.from_row(r) for r in rows]
 
+    def knows(self, command_id: str) -> bool:
+        """Whether a row with this id is in the table (from memory, no query)."""
+        return command_id in self._ids
+
     def write(
         self, records: Iterable[RuntimeRecord], meta: Mapping[str, str] | None = None
     ) -> None:
-        rows = [r.to_row() for r in records]
+        self.write_rows([r.to_row() for r in records], meta)
+
+    def write_rows(self, rows: list[tuple[Any, ...]], meta: Mapping[str, str] | None = None
+                   ) -> None:
+        """Rows as :meth:`RuntimeRecord.to_row` makes them, in one transaction."""
         if not rows and not meta:
             return
         try:

@@ -28,7 +28,7 @@ from typing import Any
 from harness_bt.errors import HarnessError
 from harness_bt.ledger import CommandRecord, CommandState, EventKind, HistoryEntry, Ledger
 from harness_bt.ledger.states import TERMINAL
-from runtime_bridge.journal import SqliteRuntimeJournal
+from runtime_bridge.journal_log import read_rows
 from runtime_bridge.record import RuntimeReason, RuntimeRecord
 
 __all__ = ["RunTruth", "audit", "read_exec_log", "read_ledger", "read_runtime_journal"]
@@ -64,18 +64,9 @@ def _copy(path: str | os.PathLike[str], into: str) -> str:
 
 
 def read_runtime_journal(path: str | os.PathLike[str]) -> dict[str, RuntimeRecord]:
-    """Every record in a runtime journal, by command id."""
-    with tempfile.TemporaryDirectory() as tmp:
-        journal = SqliteRuntimeJournal(_copy(path, tmp))
-        try:
-            out = {}
-            for cid in journal.command_ids():
-                rec = journal.get(cid)
-                if rec is not None:
-                    out[cid] = rec
-            return out
-        finally:
-            journal.close()
+    """Every record in a runtime journal, by command id (its append log included; read
+    without changing anything)."""
+    return {cid: RuntimeRecord.from_row(row) for cid, row in read_rows(path).items()}
 
 
 def read_ledger(path: str | os.PathLike[str]) -> tuple[dict[str, CommandRecord],

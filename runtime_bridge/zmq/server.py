@@ -7,10 +7,12 @@ Threads and what each owns:
   PUB socket; it answers the ``manip`` service's requests by calling the host;
 - the **control thread** owns no socket: it steps the host every control period (holding when
   idle) and hands robot state and progress to the publisher's latest-value store;
-- the **journal thread** (with a journal file) checkpoints the journal's write-ahead log, so
-  neither an answer nor a control step waits for SQLite's sync to disk.
+- the **journal thread** (with a journal file) folds the journal's append log into SQLite and
+  checkpoints SQLite's write-ahead log, so neither an answer nor a control step waits for a
+  SQLite transaction or a sync to disk.
 
-The host is thread-safe; its journal makes every answer durable before it leaves.
+The host is thread-safe; its journal (:class:`~runtime_bridge.journal_log.LoggedRuntimeJournal`)
+makes every answer durable before it leaves, with one append to a file.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError
 from harness_bt.executor import ExecutorFactory
 from runtime_bridge.host import Backend, ExecutorHost, HostConfig, StepResult
-from runtime_bridge.journal import SqliteRuntimeJournal
+from runtime_bridge.journal_log import LoggedRuntimeJournal
 from runtime_bridge.zmq.broker import Broker, BrokerConfig
 from runtime_bridge.zmq.observations import observation_to_telemetry
 from runtime_bridge.zmq.service import RuntimeService
@@ -44,9 +46,10 @@ class RuntimeServerConfig:
     """``bind``: where this server's broker listens (loopback by default; ``:*`` for any free
     port). ``connect``: serve as a worker of an external broker instead. ``telemetry``: where
     PUB binds (None: no telemetry). ``journal``: the runtime's SQLite file (None: memory only,
-    forgets everything on restart). ``checkpoint_interval_s``: how often the journal thread
-    checkpoints the journal (when something was written; a checkpoint's disk writes slow the
-    commits beside it, so fewer, larger ones disturb fewer answers)."""
+    forgets everything on restart). ``fold_interval_s``: how often the journal thread moves the
+    journal's append log into SQLite; ``checkpoint_interval_s``: how often it checkpoints
+    SQLite (when something was written; a checkpoint's disk writes slow the work beside it, so
+    fewer, larger ones disturb fewer answers)."""
 
     bind: str = "tcp://127.0.0.1:5555"
     connect: str | None = None
@@ -57,6 +60,7 @@ class RuntimeServerConfig:
     heartbeat_interval_s: float = 1.0
     step_when_idle: bool = True
     limits: Limits = field(default_factory=Limits)
+    fold_interval_s: float = 0.25
     checkpoint_interval_s: float = 1.0
 
 
@@ -72,7 +76,7 @@ class RuntimeServer:
         self.clock: Clock = clock or SystemClock()
         self.context = context or zmq.Context.instance()
         self._journal = (None if cfg.journal is None
-                         else SqliteRuntimeJournal(cfg.journal, autocheckpoint=False))
+                         else LoggedRuntimeJournal(cfg.journal))
         self.host = ExecutorHost(backend, executors, journal=self._journal, clock=self.clock,
                                  config=cfg.host)
         self.publisher = (None if cfg.telemetry is None
@@ -96,7 +100,7 @@ class RuntimeServer:
                 context=self.context, clock=self.clock)
         self._stop = threading.Event()
         self._control: threading.Thread | None = None
-        self._checkpoints: threading.Thread | None = None
+        self._journal_thread: threading.Thread | None = None
         self.failure: BaseException | None = None
         self.endpoints: dict[str, Any] = {}
 
@@ -117,21 +121,25 @@ class RuntimeServer:
                                          daemon=True)
         self._control.start()
         if self._journal is not None:
-            self._checkpoints = threading.Thread(target=self._checkpoint_loop,
+            self._journal_thread = threading.Thread(target=self._journal_loop,
                                                  args=(self._journal,), name="harness-journal",
                                                  daemon=True)
-            self._checkpoints.start()
+            self._journal_thread.start()
         return dict(self.endpoints)
 
-    def _checkpoint_loop(self, journal: SqliteRuntimeJournal) -> None:
+    def _journal_loop(self, journal: LoggedRuntimeJournal) -> None:
+        cfg = self.config
         seen = journal.commits
-        while not self._stop.wait(self.config.checkpoint_interval_s):
-            if journal.commits != seen:
-                seen = journal.commits
-                try:
+        next_checkpoint = self.clock.monotonic() + cfg.checkpoint_interval_s
+        while not self._stop.wait(cfg.fold_interval_s):
+            try:
+                journal.fold()
+                if self.clock.monotonic() >= next_checkpoint and journal.commits != seen:
+                    seen = journal.commits
+                    next_checkpoint = self.clock.monotonic() + cfg.checkpoint_interval_s
                     journal.checkpoint()
-                except BridgeError as exc:  # the log grows meanwhile; commits still land
-                    log.warning("%s", exc)
+            except Exception as exc:  # the log keeps every record meanwhile
+                log.warning("the journal thread could not fold or checkpoint: %s", exc)
 
     def _control_loop(self) -> None:
         period = self.backend.control_period_s
@@ -178,7 +186,7 @@ class RuntimeServer:
 
     def stop(self) -> None:
         self._stop.set()
-        for thread in (self._control, self._checkpoints):
+        for thread in (self._control, self._journal_thread):
             if thread is not None:
                 thread.join(5.0)
         self._io.stop()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = str(ROOT / "trees" / "pick_cube.yaml")
+sys.path.insert(0, str(ROOT))
+
+from runtime_bridge.journal_log import read_rows  # noqa: E402
 
 
 def harness(*args: str) -> list[str]:
@@ -37,18 +39,9 @@ def harness(*args: str) -> list[str]:
 
 
 def records(path: Path) -> list[tuple[str, str | None, str, list[str]]]:
-    try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            rows = db.execute("SELECT command_id, command, state, events FROM runtime_commands"
-                              ).fetchall()
-        finally:
-            db.close()
-    except sqlite3.OperationalError:
-        return []
     return [(c, json.loads(cmd)["skill"] if cmd else None, s, [e["kind"] for e in
                                                               json.loads(ev)])
-            for c, cmd, s, ev in rows]
+            for c, cmd, _, s, _, _, _, _, ev in read_rows(path).values()]
 
 
 def serve(workdir: Path, lease_ms: int) -> tuple[subprocess.Popen[str], str]:

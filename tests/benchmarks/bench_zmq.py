@@ -20,7 +20,6 @@ import json
 import multiprocessing as mp
 import os
 import queue
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 import zmq  # noqa: E402
 
 from harness_bt.bridge import RuntimeState  # noqa: E402
+from runtime_bridge.journal_log import read_rows  # noqa: E402
 from runtime_bridge.zmq import (  # noqa: E402
     LazyPirateClient,
     Message,
@@ -333,10 +333,8 @@ def flood(clients: int, per_client: int, processes: int) -> None:
         stats = sum((Counter(r[0]) for r in results), Counter())
         errors = [e for r in results for e in r[1]]
         worst = max(r[2] for r in results)
-        db = sqlite3.connect(os.path.join(tmp, "runtime.db"))
-        states = dict(db.execute("SELECT state, COUNT(*) FROM runtime_commands "
-                                 "WHERE command_id LIKE 'flood-%' GROUP BY state").fetchall())
-        db.close()
+        states = dict(Counter(row[3] for cid, row in read_rows(os.path.join(
+            tmp, "runtime.db")).items() if cid.startswith("flood-")))
         runs = Counter(Path(log).read_text().split()) if os.path.exists(log) else Counter()
     total = clients * per_client
     print(f"\n3. {clients} concurrent clients x {per_client} commands = {total} dispatches "

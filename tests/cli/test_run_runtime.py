@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from harness_bt.cli import main
+from runtime_bridge.journal_log import read_rows
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,18 +70,11 @@ def runtime(tmp_path: Path, processes: list[subprocess.Popen[str]]
 
 
 def runtime_records(path: str) -> list[dict[str, Any]]:
-    """The runtime journal's rows: command id, skill, state, event kinds."""
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        rows = db.execute("SELECT command_id, command, state, events FROM runtime_commands"
-                          ).fetchall()
-    except sqlite3.OperationalError:  # not created yet
-        rows = []
-    finally:
-        db.close()
+    """The runtime journal's rows (its append log included): command id, skill, state, event
+    kinds."""
     return [{"command_id": cid, "skill": json.loads(cmd)["skill"] if cmd else None,
              "state": state, "events": [e["kind"] for e in json.loads(events)]}
-            for cid, cmd, state, events in rows]
+            for cid, cmd, _, state, _, _, _, _, events in read_rows(path).values()]
 
 
 def assert_nothing_ran_twice(records: list[dict[str, Any]]) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from harness_bt.clock import FakeClock
 from runtime_bridge.host import ExecutorHost, HostConfig
-from runtime_bridge.journal import SqliteRuntimeJournal
+from runtime_bridge.journal_log import LoggedRuntimeJournal
 from runtime_bridge.kinematic import KinematicBackend
 from tests.runtime_bridge import executors
 
@@ -58,7 +58,7 @@ def make_host(clock: FakeClock, backend: KinematicBackend, tmp_path):  # type: i
     hosts: list[ExecutorHost] = []
 
     def make(*, journal: bool = True, **config: object) -> ExecutorHost:
-        j = SqliteRuntimeJournal(tmp_path / "runtime.db") if journal else None
+        j = LoggedRuntimeJournal(tmp_path / "runtime.db") if journal else None
         host = ExecutorHost(backend, executors.factory, journal=j, clock=clock,
                             config=HostConfig(**config))  # type: ignore[arg-type]
         hosts.append(host)
