@@ -2,7 +2,9 @@
 
 ``kinematic``: the deterministic :class:`~runtime_bridge.kinematic.KinematicBackend`.
 ``sim``: the built-in PyBullet Franka simulator (``runtime_bridge.sim``, from the simulator
-issue): it plugs in by providing ``runtime_bridge.sim.make_backend(dt: float) -> Backend``.
+issue): it plugs in by providing ``runtime_bridge.sim.make_backend(dt: float, *, task: str,
+seed: int) -> Backend``; ``sim_task`` and ``seed`` (``--sim-task``, ``--seed``) choose its
+scene and layout, and are refused with any other backend.
 ``http://HOST:PORT``: a GenManip server through the GenManip client (the GenManip issue): it
 plugs in by providing ``runtime_bridge.genmanip.make_backend(url: str, dt: float) -> Backend``.
 ``package.module:callable``: any factory ``callable(dt: float) -> Backend``.
@@ -44,7 +46,7 @@ def load_object(spec: str, what: str) -> Any:
                           f"{attr!r}") from None
 
 
-def _hook(name: str, *args: Any) -> Backend:
+def _hook(name: str, *args: Any, **kwargs: Any) -> Backend:
     module, attr, what = _HOOKS[name]
     try:
         factory: Callable[..., Backend] = load_object(f"{module}:{attr}", f"backend {name!r}")
@@ -53,15 +55,24 @@ def _hook(name: str, *args: Any) -> Backend:
                           f"({module}.{attr}), which is not installed here: {exc.message}",
                           fix="use --backend kinematic, or install the branch that provides it"
                           ) from exc
-    return factory(*args)
+    return factory(*args, **kwargs)
 
 
-def backend_from_spec(spec: str, *, dt: float = 1.0 / 30.0) -> Backend:
+def backend_from_spec(spec: str, *, dt: float = 1.0 / 30.0, sim_task: str | None = None,
+                      seed: int | None = None) -> Backend:
     """The backend that ``spec`` names (see the module docstring)."""
+    given = {flag: value for flag, value in (("--sim-task", sim_task), ("--seed", seed))
+             if value is not None}
+    if given and spec != "sim":
+        flags = ", ".join(f"{flag} {value}" for flag, value in given.items())
+        raise BridgeError("INVALID_CONFIG", f"{flags}: only for --backend sim (they choose the "
+                          f"built-in simulator's scene), not --backend {spec}",
+                          fix=f"drop {' and '.join(given)}, or serve --backend sim")
     if spec == "kinematic":
         return KinematicBackend(dt=dt)
     if spec == "sim":
-        return _hook("sim", dt)
+        options = {"task": sim_task, "seed": seed}
+        return _hook("sim", dt, **{k: v for k, v in options.items() if v is not None})
     if spec.startswith(("http://", "https://")):
         return _hook("genmanip", spec, dt)
     if ":" in spec:

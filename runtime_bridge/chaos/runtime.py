@@ -111,13 +111,10 @@ def make_backend(spec: str, *, dt: float, seed: int) -> Backend:
     if spec != "pick_and_place":
         return backend_from_spec(spec, dt=dt)
     from runtime_bridge.inproc.open import DEFAULT_CAMERAS
-    from runtime_bridge.sim.backend import SimBackend
-    from runtime_bridge.sim.config import SimConfig, parse_camera_spec
+    from runtime_bridge.sim.backend import make_backend as sim_backend
 
-    return SimBackend(SimConfig(
-        tasks=("pick_and_place",), seed=seed, num_steps=2**31 - 1,
-        success_hold_steps=2**31 - 1, control_dt=dt, render="round_robin",
-        cameras=tuple(parse_camera_spec(c) for c in DEFAULT_CAMERAS)))
+    return sim_backend(dt, task="pick_and_place", seed=seed, cameras=DEFAULT_CAMERAS,
+                       render="round_robin")
 
 
 def _parser() -> argparse.ArgumentParser:

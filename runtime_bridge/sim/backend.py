@@ -11,7 +11,7 @@ holds the final ``{task: mean success}``). Rollovers and the final metric are al
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -22,7 +22,7 @@ from runtime_bridge.genmanip.observations import observation_from_wire
 from runtime_bridge.sim.config import SimConfig
 from runtime_bridge.sim.env import SimEnv
 
-__all__ = ["SimBackend", "make_backend"]
+__all__ = ["SERVED_CAMERAS", "SimBackend", "make_backend"]
 
 
 class SimBackend:
@@ -82,15 +82,29 @@ class SimBackend:
                            details={"metric": self.metric})
 
 
-def make_backend(dt: float = 1.0 / 30.0, *, config: SimConfig | None = None) -> SimBackend:
+#: The cameras of ``--backend sim`` when not told otherwise: one modest front camera.
+SERVED_CAMERAS = ("front:256x192:fov=40",)
+
+
+def make_backend(dt: float = 1.0 / 30.0, *, task: str = "pick_cube", seed: int = 0,
+                 cameras: Sequence[str] = SERVED_CAMERAS, render: str = "all",
+                 config: SimConfig | None = None) -> SimBackend:
     """The hook of :func:`runtime_bridge.backends.backend_from_spec` (``--backend sim``): a
     built-in simulator stepping ``dt`` seconds per control step. Without ``config`` it stands
-    in for a robot: the pick_cube scene, one episode that does not end on its own, one modest
-    front camera."""
-    from runtime_bridge.sim.config import parse_camera_spec
+    in for a robot: ``task``'s scene laid out from ``seed``, one episode that does not end on
+    its own, ``cameras`` (camera specs) rendered as ``render`` says. ``config``, when given,
+    replaces all of that (only its ``control_dt`` is set to ``dt``).
 
-    config = config or SimConfig(num_steps=2**31 - 1, success_hold_steps=2**31 - 1,
-                                 cameras=(parse_camera_spec("front:256x192:fov=40"),))
+    An unknown ``task`` raises :class:`~harness_bt.errors.DefinitionError`
+    ``UNKNOWN_SIM_TASK`` naming the known tasks, before anything is built."""
+    from runtime_bridge.sim.config import parse_camera_spec
+    from runtime_bridge.sim.tasks import default_tasks
+
+    if config is None:
+        default_tasks().get(task, where="--sim-task")
+        config = SimConfig(tasks=(task,), seed=seed, num_steps=2**31 - 1,
+                           success_hold_steps=2**31 - 1, control_dt=dt, render=render,
+                           cameras=tuple(parse_camera_spec(c) for c in cameras))
     if abs(config.control_dt - dt) > 1e-12:
         config = replace(config, control_dt=dt)
     return SimBackend(config)

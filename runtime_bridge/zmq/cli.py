@@ -53,6 +53,11 @@ def _run_until_signal(stop: threading.Event, done: Any) -> None:
 def serve(
     backend: str = typer.Option("kinematic", help="kinematic | sim | http://GENMANIP | "
                                 "package.module:factory"),
+    sim_task: str = typer.Option(None, "--sim-task", help="--backend sim: the simulator's "
+                                 "task, whose scene it serves, e.g. pick_and_place (default: "
+                                 "pick_cube)"),
+    seed: int = typer.Option(None, "--seed", help="--backend sim: the scene's layout seed "
+                             "(default: 0)"),
     bind: str = typer.Option("tcp://127.0.0.1:5555", help="where the broker listens "
                              "(tcp://127.0.0.1:* picks a free port)"),
     connect: str = typer.Option("", help="serve as a worker of this external broker instead"),
@@ -75,7 +80,7 @@ def serve(
     # process an answer matters more than a step's throughput.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     server = RuntimeServer(
-        backend_from_spec(backend, dt=1.0 / control_hz),
+        backend_from_spec(backend, dt=1.0 / control_hz, sim_task=sim_task, seed=seed),
         executors_from_spec(executors or None),
         RuntimeServerConfig(
             bind=bind, connect=connect or None, telemetry=telemetry or None,

@@ -26,6 +26,7 @@ from runtime_bridge.journal_log import read_rows
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 PICK_CUBE = str(ROOT / "trees" / "pick_cube.yaml")
+PICK_AND_PLACE = str(ROOT / "trees" / "pick_and_place.yaml")
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
@@ -51,13 +52,13 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
 def runtime(tmp_path: Path, processes: list[subprocess.Popen[str]]
             ) -> Callable[..., dict[str, Any]]:
     """Start ``harness runtime serve --backend sim`` on free loopback ports; returns its
-    ready line (``bind``, ``telemetry``, ``journal``)."""
+    ready line (``bind``, ``telemetry``, ``journal``). ``options``: more serve options."""
 
-    def start(lease_ms: int = 30_000) -> dict[str, Any]:
+    def start(*options: str, lease_ms: int = 30_000) -> dict[str, Any]:
         proc = subprocess.Popen(
             harness("runtime", "serve", "--backend", "sim", "--bind", "tcp://127.0.0.1:*",
                     "--telemetry", "tcp://127.0.0.1:*", "--journal",
-                    str(tmp_path / "runtime.db"), "--lease-ms", str(lease_ms)),
+                    str(tmp_path / "runtime.db"), "--lease-ms", str(lease_ms), *options),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV, cwd=ROOT)
         processes.append(proc)
         assert proc.stdout is not None
@@ -102,6 +103,41 @@ def test_pick_cube_against_a_runtime_server(runtime: Callable[..., dict[str, Any
     assert {r["skill"] for r in records if r["state"] == "CONTROL_DONE"} == {
         "approach", "grasp", "lift"}
     assert_nothing_ran_twice(records)
+
+
+def test_pick_and_place_against_a_runtime_serving_its_scene(
+        runtime: Callable[..., dict[str, Any]], capfd: pytest.CaptureFixture[str]) -> None:
+    served = runtime("--sim-task", "pick_and_place", "--seed", "0")
+    code = main(["run", PICK_AND_PLACE, "--runtime", served["bind"], "--json"])
+    report = json.loads(capfd.readouterr().out)
+    assert code == 0, report
+    episode = report["episodes"][0]
+    assert (episode["outcome"], episode["reason"]) == ("succeeded", "done")
+    assert episode["phases_visited"][-2:] == ["place", "done"]
+    records = runtime_records(served["journal"])
+    assert {"grasp", "move_ee_to", "place"} <= {
+        r["skill"] for r in records if r["state"] == "CONTROL_DONE"}  # there was a tray
+    assert_nothing_ran_twice(records)
+
+
+def test_serve_refuses_sim_options_with_another_backend(
+        capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "setswitchinterval", lambda _: None)  # serve's, process-wide
+    assert main(["runtime", "serve", "--backend", "kinematic", "--sim-task", "pick_and_place",
+                 "--journal", "", "--telemetry", ""]) == 1
+    assert ("INVALID_CONFIG: --sim-task pick_and_place: only for --backend sim (they choose "
+            "the built-in simulator's scene), not --backend kinematic; drop --sim-task, or "
+            "serve --backend sim") in " ".join(capfd.readouterr().err.split())
+
+
+def test_serve_names_the_known_sim_tasks(capfd: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "setswitchinterval", lambda _: None)
+    assert main(["runtime", "serve", "--backend", "sim", "--sim-task", "pick_and_plac",
+                 "--journal", "", "--telemetry", ""]) == 1
+    assert ("--sim-task: UNKNOWN_SIM_TASK: unknown sim task 'pick_and_plac'; known: "
+            "pick_and_place, pick_cube; did you mean 'pick_and_place'?"
+            ) in " ".join(capfd.readouterr().err.split())
 
 
 def free_port() -> int:
