@@ -92,9 +92,17 @@ class ExecutorHost:
     """See the module docstring. Thread-safe: the control loop may call :meth:`step` while
     another thread submits, cancels and queries (only one thread may step). A step with many
     commands shares the lock with a waiting thread every ``SHARE_S`` seconds of its own work,
-    after journaling what it has done, so an answer never waits for a whole step."""
+    after journaling what it has done, so an answer never waits for a whole step.
+
+    A thread that answers requests (the runtime server's I/O thread) wraps each one in
+    ``with host.answering():``. A step then steps aside at its next command: it journals what it
+    has done, lets go of the lock and sleeps until the answer has left, so the answering thread
+    has the interpreter to itself instead of winning it back at every switch interval. A step
+    gives way for at most ``YIELD_SHARE`` of a control period in all, so a flood of requests
+    delays the control loop by a bounded amount and never starves it."""
 
     SHARE_S = 0.0005
+    YIELD_SHARE = 0.25
 
     def __init__(
         self,
@@ -111,6 +119,12 @@ class ExecutorHost:
         self.clock: Clock = clock or SystemClock()
         self._journal: RuntimeJournal = journal if journal is not None else MemoryRuntimeJournal()
         self._lock = HostLock()
+        self._answers = _Answering(self)
+        self._answer_lock = threading.Lock()
+        self._answering = 0  # requests being answered now
+        self._parked = False  # the step is waiting for them to leave
+        self._answered = threading.Event()
+        self._yield_left = 0.0
         self._step_lock = threading.Lock()
         self._active: dict[str, _Live] = {}
         self._cache: OrderedDict[str, RuntimeRecord] = OrderedDict()
@@ -174,6 +188,37 @@ class ExecutorHost:
             nxt = max(cursor, first - 1) + len(out)
             return EventBatch(self.boot_id, tuple(out), max(nxt, min(cursor, self._log_index)),
                               gap=cursor + 1 < first)
+
+    def answering(self) -> _Answering:
+        """``with host.answering():`` around the handling of one request (see the class
+        docstring); cheap, re-entrant across threads."""
+        return self._answers
+
+    def _answer_begins(self) -> None:
+        with self._answer_lock:
+            self._answering += 1
+
+    def _answer_ends(self) -> None:
+        with self._answer_lock:
+            self._answering -= 1
+            if not self._answering and self._parked:
+                self._answered.set()
+
+    def _step_aside(self, staged: list[CommandEvent]) -> None:
+        """Journal what the step has done, and sleep without the lock until no answer is being
+        made (or the step's yield budget is spent)."""
+        staged += self._staged
+        self._flush()
+        t0 = time.perf_counter()
+        self._parked = True
+        self._answered.clear()
+        try:
+            if self._answering:
+                self._lock.park(self._answered, self._yield_left)
+        finally:
+            self._parked = False
+        self._yield_left -= time.perf_counter() - t0
+        self._check_open()
 
     # ------------------------------------------------------------------ commands
 
@@ -337,6 +382,7 @@ class ExecutorHost:
         if self._observation is None:
             self.reset()
         with self._step_lock:
+            self._yield_left = self.YIELD_SHARE * self.backend.control_period_s
             with self._lock:
                 self._check_open()
                 now = self.clock.monotonic()
@@ -435,6 +481,9 @@ class ExecutorHost:
     def _share(self, since: float, staged: list[CommandEvent]) -> float:
         """Inside a long step, every ``SHARE_S`` and only when another thread waits for the
         lock: journal what is done, and let that submit, cancel or query in before going on."""
+        if self._answering and self._yield_left > 0:
+            self._step_aside(staged)
+            return time.perf_counter()
         now = time.perf_counter()
         if now - since < self.SHARE_S or not self._lock.contended:
             return since
@@ -575,3 +624,18 @@ class ExecutorHost:
             if not self._closed:
                 self._closed = True
                 self._journal.close()
+
+
+class _Answering:
+    """The context manager :meth:`ExecutorHost.answering` returns."""
+
+    __slots__ = ("_host",)
+
+    def __init__(self, host: ExecutorHost) -> None:
+        self._host = host
+
+    def __enter__(self) -> None:
+        self._host._answer_begins()
+
+    def __exit__(self, *exc: object) -> None:
+        self._host._answer_ends()

@@ -59,6 +59,20 @@ class HostLock:
         finally:
             self.acquire()
 
+    def park(self, until: threading.Event, timeout_s: float) -> None:
+        """Release the lock (when held once) until ``until`` is set or ``timeout_s`` passes,
+        and until each thread that was waiting for it has taken it; then take it back."""
+        if self._depth != 1:
+            return
+        waiting = set(self._waiters)
+        self.release()
+        try:
+            until.wait(timeout_s)
+            while waiting & self._waiters:
+                time.sleep(self.HANDOFF_S)
+        finally:
+            self.acquire()
+
     def __enter__(self) -> HostLock:
         self.acquire()
         return self

@@ -14,7 +14,9 @@ One ROUTER socket serves clients and workers. A request names its service in the
 
 Every malformed, truncated, oversized or unknown-version message gets an ERROR reply; nothing a
 peer sends can stop the broker. The broker's thread owns its socket and those of its plugins
-(the telemetry publisher), and closes them with ``linger_ms``.
+(the telemetry publisher), and closes them with ``linger_ms``. ``guard`` (a context manager
+factory) is entered around the handling of each message: the runtime server passes its host's
+``answering`` there, so its control step steps aside while an answer is made.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import contextlib
 import logging
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
@@ -113,8 +116,10 @@ class Broker:
         plugins: Sequence[BrokerPlugin] = (),
         context: zmq.Context | None = None,
         clock: Clock | None = None,
+        guard: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> None:
         self.config = config or BrokerConfig()
+        self._guard = guard or contextlib.nullcontext
         self.context = context or zmq.Context.instance()
         self.clock: Clock = clock or SystemClock()
         self._local: dict[str, Service] = {}
@@ -200,7 +205,8 @@ class Broker:
                 except zmq.Again:
                     break
                 try:
-                    self._on_message(sock, frames)
+                    with self._guard():
+                        self._on_message(sock, frames)
                 except Exception:  # a bug in one message's handling must not stop the broker
                     log.exception("broker failed on a message")
                 if not cast(int, sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import signal
@@ -22,7 +23,22 @@ from runtime_bridge.zmq.server import RuntimeServer, RuntimeServerConfig
 __all__ = ["app", "executors_from_spec"]
 
 EXECUTOR_GROUP = "harness_bt.executors"
-SWITCH_INTERVAL_S = 0.0005  # the runtime process's GIL switch interval (Python's default: 5 ms)
+SWITCH_INTERVAL_S = 0.0001  # the runtime process's GIL switch interval (Python's default: 5 ms)
+
+#: young-generation collections every this many net allocations (Python's default: 700)
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def quiet_collector() -> None:
+    """Keep the cyclic garbage collector out of the answers' way in a runtime process: what
+    start-up built (modules, schemas, the backend) is frozen, never to be scanned again, and
+    young collections run about fourteen times less often (each some milliseconds at most).
+    Each collection holds the interpreter; by default one hit every fiftieth request and a
+    full one scanned everything the process had ever imported."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, 10, 10)
+
 
 app = typer.Typer(name="runtime", help="The robot-side ZeroMQ runtime: serve, broker.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -92,7 +108,9 @@ def serve(
     )
     stop = threading.Event()
     try:
-        typer.echo(json.dumps({"ready": True, **server.start()}))
+        endpoints = server.start()
+        quiet_collector()
+        typer.echo(json.dumps({"ready": True, **endpoints}))
         _run_until_signal(stop, lambda: server.wait(0))
     finally:
         server.stop()

@@ -92,12 +92,12 @@ class RuntimeServer:
             self._io = Broker(BrokerConfig(bind=cfg.bind, limits=cfg.limits,
                                            heartbeat_interval_s=cfg.heartbeat_interval_s),
                               services=[self.service], plugins=plugins, context=self.context,
-                              clock=self.clock)
+                              clock=self.clock, guard=self.host.answering)
         else:
             self._io = ServiceWorker(self.service, WorkerConfig(
                 broker=cfg.connect, limits=cfg.limits,
                 heartbeat_interval_s=cfg.heartbeat_interval_s), plugins=plugins,
-                context=self.context, clock=self.clock)
+                context=self.context, clock=self.clock, guard=self.host.answering)
         self._stop = threading.Event()
         self._control: threading.Thread | None = None
         self._journal_thread: threading.Thread | None = None

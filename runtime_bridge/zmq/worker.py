@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 import zmq
@@ -48,12 +49,15 @@ class WorkerConfig:
 
 
 class ServiceWorker:
-    """See the module docstring. ``plugins`` live on the worker's thread (telemetry)."""
+    """See the module docstring. ``plugins`` live on the worker's thread (telemetry);
+    ``guard`` is entered around each request's handling (as for :class:`Broker`)."""
 
     def __init__(self, service: Service, config: WorkerConfig | None = None, *,
                  plugins: Sequence[BrokerPlugin] = (), context: zmq.Context | None = None,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None,
+                 guard: Callable[[], AbstractContextManager[object]] | None = None) -> None:
         self.service = service
+        self._guard = guard or contextlib.nullcontext
         self.config = config or WorkerConfig()
         self.context = context or zmq.Context.instance()
         self.clock: Clock = clock or SystemClock()
@@ -134,11 +138,12 @@ class ServiceWorker:
                 heard = True
                 expires = self.clock.monotonic() + cfg.heartbeat_interval_s * cfg.liveness
                 if msg.type is MT.W_REQUEST and msg.inner is not None:
-                    reply = serve_one(self.service, msg.inner)
-                    self.served += 1
-                    sock.send_multipart(encode_wrapped(MT.W_REPLY, msg.request_id,
-                                                       self.service.name, msg.route,
-                                                       encode(reply)), copy=False)
+                    with self._guard():
+                        reply = serve_one(self.service, msg.inner)
+                        self.served += 1
+                        sock.send_multipart(encode_wrapped(MT.W_REPLY, msg.request_id,
+                                                           self.service.name, msg.route,
+                                                           encode(reply)), copy=False)
                 elif msg.type is MT.W_DISCONNECT:
                     log.warning("the broker disconnected this worker: %s", msg.body.get("reason"))
                     return heard

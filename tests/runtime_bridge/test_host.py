@@ -335,3 +335,90 @@ def test_a_long_step_lets_a_waiting_submit_in_between_two_commands(clock, backen
         ("second", "control_done")]
     assert host.query("late").state is RS.PENDING  # journaled, stepped from the next step on
     host.close()
+
+
+def _recording_host(backend, clock, tmp_path, on_first):  # type: ignore[no-untyped-def]
+    """A host whose ``record`` executors log their steps and call ``on_first(host)`` while
+    the step runs the command named ``first``."""
+    from harness_bt.executor import ExecutorStatus, ExecutorStep
+    from runtime_bridge.journal_log import LoggedRuntimeJournal
+    from tests.runtime_bridge.executors import factory
+
+    order: list[str] = []
+
+    class Recorder:
+        def __init__(self, cmd):  # type: ignore[no-untyped-def]
+            self.cid = cmd.command_id
+
+        def step(self, observation):  # type: ignore[no-untyped-def]
+            if self.cid == "first":
+                on_first(host, order)
+            order.append(f"{self.cid} stepped")
+            return ExecutorStep(ExecutorStatus.CONTROL_DONE)
+
+        def request_stop(self) -> None:
+            pass
+
+    host = ExecutorHost(backend, lambda cmd: Recorder(cmd) if cmd.skill == "record"
+                        else factory(cmd), journal=LoggedRuntimeJournal(tmp_path / "r.db"),
+                        clock=clock)
+    return host, order
+
+
+def test_a_step_steps_aside_while_an_answer_is_made_and_resumes_when_it_has_left(
+        clock, backend, tmp_path):
+    import threading
+
+    began = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def answer(host, order):  # type: ignore[no-untyped-def]
+        def serve() -> None:
+            with host.answering():
+                began.set()
+                order.append(f"answer {host.submit(command('late', 'wait', steps=0)).state}")
+                order.append("answer left")
+        threads.append(threading.Thread(target=serve))
+        threads[0].start()
+        began.wait(5)  # the answer is under way while the step runs "first"
+
+    host, order = _recording_host(backend, clock, tmp_path, answer)
+    host.submit(command("first", "record"))
+    host.submit(command("second", "record"))
+    clock.advance(DT)
+    host.step()
+    threads[0].join(5)
+    # the step parked before "second" until the answer had left; the answer got the lock at
+    # once (it never waited for the step) and its submit is journaled like any other
+    assert order == ["first stepped", "answer PENDING", "answer left", "second stepped"]
+    assert host.query("late").state is RS.PENDING
+    assert host.query("first").state is RS.CONTROL_DONE  # journaled before the step parked
+    host.close()
+
+
+def test_a_step_gives_way_for_a_bounded_time_only(clock, backend, tmp_path):
+    import threading
+
+    release = threading.Event()
+    inside = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def endless_answer(host, order):  # type: ignore[no-untyped-def]
+        def serve() -> None:
+            with host.answering():  # an answer that does not leave while the step runs
+                inside.set()
+                release.wait(10)
+        threads.append(threading.Thread(target=serve))
+        threads[0].start()
+        inside.wait(5)
+
+    host, order = _recording_host(backend, clock, tmp_path, endless_answer)
+    for cid in ("first", "second", "third"):
+        host.submit(command(cid, "record"))
+    clock.advance(DT)
+    host.step()  # returns: the step waited out its yield budget, then went on
+    assert order == ["first stepped", "second stepped", "third stepped"]
+    assert host._yield_left <= 0 < host.YIELD_SHARE * backend.control_period_s
+    release.set()
+    threads[0].join(5)
+    host.close()

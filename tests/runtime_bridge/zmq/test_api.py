@@ -95,3 +95,18 @@ def test_harness_cli_has_the_runtime_subcommand(capsys):
     assert main(["runtime", "--help"]) == 0
     out = capsys.readouterr().out
     assert "serve" in out and "broker" in out
+
+
+def test_a_runtime_process_freezes_its_start_up_and_collects_young_garbage_less_often():
+    import gc
+
+    from runtime_bridge.zmq.cli import GC_YOUNG_THRESHOLD, quiet_collector
+
+    before = gc.get_threshold()
+    try:
+        quiet_collector()
+        assert gc.get_threshold()[0] == GC_YOUNG_THRESHOLD > before[0]
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

@@ -197,3 +197,47 @@ def test_a_burst_larger_than_one_drain_loses_nothing(zctx, raw_socket):
         assert got == set(range(n))
     finally:
         b.stop()
+
+
+class _Guard:
+    """Counts entries, and whether a handler ran inside it."""
+
+    def __init__(self) -> None:
+        self.inside = 0
+        self.entered = 0
+
+    def __call__(self) -> _Guard:
+        return self
+
+    def __enter__(self) -> None:
+        self.inside += 1
+        self.entered += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.inside -= 1
+
+
+def test_a_guard_wraps_each_request_the_broker_or_a_worker_answers(zctx, client, broker):
+    local_guard, worker_guard = _Guard(), _Guard()
+    seen: list[tuple[str, int]] = []
+    b = Broker(BrokerConfig(bind=f"{LOOPBACK}:*"), context=zctx, guard=local_guard,
+               services=[FunctionService("here", lambda req: seen.append(
+                   ("here", local_guard.inside)) or {})])
+    b.start()
+    w = ServiceWorker(FunctionService("there", lambda req: seen.append(
+        ("there", worker_guard.inside)) or {}),
+        WorkerConfig(broker=broker.endpoint, heartbeat_interval_s=BEAT), context=zctx,
+        guard=worker_guard)
+    w.start()
+    local = LazyPirateClient(b.endpoint, context=zctx, timeout_s=1.0, retries=1)
+    try:
+        call(local, "here")
+        wait_for(lambda: "there" in broker.services())
+        call(client, "there")
+        assert seen == [("here", 1), ("there", 1)]  # each handler ran inside its guard
+        assert (local_guard.inside, worker_guard.inside) == (0, 0)  # and every guard was left
+        assert local_guard.entered >= 1 and worker_guard.entered == 1
+    finally:
+        local.close()
+        w.stop()
+        b.stop()
