@@ -210,9 +210,11 @@ class LoggedRuntimeJournal:
         return fd, seg
 
     def _append(self, fd: int, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
+        written = os.write(fd, data)
+        if written != len(data):  # a short write (a signal, a full disk): write the rest
+            view = memoryview(data)[written:]
+            while view:
+                view = view[os.write(fd, view):]
         if self._sync:
             os.fdatasync(fd)
 

@@ -66,6 +66,12 @@ class Command(BaseModel):
 
     def problems(self) -> list[tuple[str, str]]:
         """Every content problem as ``(field, message)``; empty when the command is well formed."""
+        if (0 <= self.start_within_ms < math.inf and 0 < self.execution_timeout_ms < math.inf
+                and self.schema_version == SCHEMA_VERSION and self.command_id.strip()
+                and self.skill.strip() and all(r.strip() for r in self.resources)
+                and len(set(self.resources)) == len(self.resources)
+                and not find_non_finite(self.params, "params")):
+            return []  # the common case, checked in one expression; the same rules as below
         out: list[tuple[str, str]] = []
         if not self.command_id.strip():
             out.append(("command_id", "is empty; give every command a unique, non-empty id"))

@@ -43,6 +43,7 @@ class LazyPirateClient:
         self._sock: zmq.Socket | None = self._open()
 
     def _open(self) -> zmq.Socket:
+        self._rcvtimeo = -1  # what RCVTIMEO is set to on this socket (asking costs a call)
         sock = self.context.socket(zmq.REQ)
         sock.setsockopt(zmq.LINGER, self.linger_ms)
         sock.setsockopt(zmq.MAXMSGSIZE, self.limits.hard_cap_bytes)
@@ -75,8 +76,9 @@ class LazyPirateClient:
         tries = self.retries if retries is None else retries
         for _ in range(tries):
             sock = self._sock
-            if sock.getsockopt(zmq.RCVTIMEO) != wait_ms:
+            if self._rcvtimeo != wait_ms:
                 sock.setsockopt(zmq.RCVTIMEO, wait_ms)
+                self._rcvtimeo = wait_ms
             send_frames(sock, frames)
             try:
                 raw = sock.recv_multipart()

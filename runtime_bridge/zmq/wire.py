@@ -126,9 +126,11 @@ class Limits:
         return max(self.max_body_bytes, self.max_array_bytes) + (1 << 16)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Message:
-    """One decoded message. ``arrays`` are read-only views of the received buffers."""
+    """One decoded message. ``arrays`` are read-only views of the received buffers. Treat a
+    message as a value: it is not frozen only because a frozen dataclass's ``__init__`` costs
+    four times as much, and a round trip builds four of them."""
 
     type: MessageType
     request_id: int = 0
@@ -156,10 +158,9 @@ def encode_wrapped(type_: MessageType, request_id: int, service: str,
 
 
 def encode(msg: Message) -> list[bytes | memoryview]:
-    service = msg.service.encode("ascii")
-    if len(service) > 255 or not set(service) <= _SERVICE_CHARS:
-        raise WireError(WireCode.INVALID_REQUEST, f"service name {msg.service!r} must be at most "
-                        "255 characters of letters, digits and _ . - /")
+    service = _SERVICE_BYTES.get(msg.service)
+    if service is None:
+        service = _service_bytes(msg.service)
     cid = msg.command_id.encode("utf-8")
     if len(cid) > 0xFFFF:
         raise WireError(WireCode.OVERSIZED, f"command id of {len(cid)} bytes is too long",
@@ -190,6 +191,20 @@ def encode(msg: Message) -> list[bytes | memoryview]:
                         fix="send only str, int, finite float, bool, None, lists and dicts; "
                         "arrays go in `arrays`") from exc
     return [header, text, *blobs]
+
+
+#: service names already checked for sending, and their header bytes
+_SERVICE_BYTES: dict[str, bytes] = {}
+
+
+def _service_bytes(name: str) -> bytes:
+    raw = name.encode("ascii", errors="replace")
+    if len(raw) > 255 or not set(raw) <= _SERVICE_CHARS:
+        raise WireError(WireCode.INVALID_REQUEST, f"service name {name!r} must be at most "
+                        "255 characters of letters, digits and _ . - /")
+    if len(_SERVICE_BYTES) < 256:
+        _SERVICE_BYTES[name] = raw
+    return raw
 
 
 def decode(frames: Sequence[bytes], limits: Limits = Limits()) -> Message:
@@ -225,9 +240,9 @@ def decode(frames: Sequence[bytes], limits: Limits = Limits()) -> Message:
     if len(service_raw) < n or len(head) < pos + 2:
         raise WireError(WireCode.TRUNCATED, "header ends inside the service name",
                         request_id=request_id)
-    if not set(service_raw) <= _SERVICE_CHARS:
-        raise WireError(WireCode.MALFORMED, f"service name {service_raw!r} has characters "
-                        "outside letters, digits and _ . - /", request_id=request_id)
+    service = _SERVICES.get(service_raw)
+    if service is None:
+        service = _service_name(service_raw, request_id)
     (m,) = _U16.unpack_from(head, pos)
     pos += 2
     if m > limits.max_id_bytes:
@@ -253,7 +268,7 @@ def decode(frames: Sequence[bytes], limits: Limits = Limits()) -> Message:
         if inner.type in WORKER_TYPES:
             raise WireError(WireCode.MALFORMED, f"a {mtype.name} cannot carry a {inner.type.name}",
                             request_id=request_id)
-        return Message(mtype, request_id, service_raw.decode("ascii"), command_id, {}, {},
+        return Message(mtype, request_id, service, command_id, {}, {},
                        version, tuple(decode_route(frames[1])), inner,
                        tuple(bytes(f) for f in frames[2:]))
     want = 2 + n_arrays
@@ -267,9 +282,24 @@ def decode(frames: Sequence[bytes], limits: Limits = Limits()) -> Message:
         raise WireError(WireCode.OVERSIZED, f"{n_arrays} arrays; the limit is "
                         f"{limits.max_arrays}", request_id=request_id)
     body = _decode_body(frames[1], limits, request_id)
-    arrays = _decode_arrays(body.pop("_arrays", None), frames[2:], limits, request_id)
-    return Message(mtype, request_id, service_raw.decode("ascii"), command_id, body, arrays,
-                   version)
+    spec = body.pop("_arrays", None)
+    arrays = ({} if spec is None and not n_arrays
+              else _decode_arrays(spec, frames[2:], limits, request_id))
+    return Message(mtype, request_id, service, command_id, body, arrays, version)
+
+
+#: service names already checked, as the header carries them (a runtime sees a handful)
+_SERVICES: dict[bytes, str] = {}
+
+
+def _service_name(raw: bytes, request_id: int) -> str:
+    if not set(raw) <= _SERVICE_CHARS:
+        raise WireError(WireCode.MALFORMED, f"service name {raw!r} has characters "
+                        "outside letters, digits and _ . - /", request_id=request_id)
+    name = raw.decode("ascii")
+    if len(_SERVICES) < 256:
+        _SERVICES[raw] = name
+    return name
 
 
 def _decode_body(frame: bytes, limits: Limits, request_id: int) -> dict[str, Any]:
