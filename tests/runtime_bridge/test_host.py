@@ -292,51 +292,6 @@ def test_host_without_journal_keeps_records_in_memory(clock):
     host.close()
 
 
-def test_a_long_step_lets_a_waiting_submit_in_between_two_commands(clock, backend, tmp_path):
-    import threading
-
-    from harness_bt.executor import ExecutorStatus, ExecutorStep
-    from runtime_bridge.journal import SqliteRuntimeJournal
-    from tests.runtime_bridge.executors import factory
-
-    order: list[str] = []
-    late: list[threading.Thread] = []
-
-    class Recorder:
-        def __init__(self, cmd):  # type: ignore[no-untyped-def]
-            self.cid = cmd.command_id
-
-        def step(self, observation):  # type: ignore[no-untyped-def]
-            if self.cid == "first":  # a dispatch arrives while the step runs this command
-                thread = threading.Thread(target=lambda: order.append(
-                    f"late {host.submit(command('late', 'wait', steps=0)).state.value}"))
-                late.append(thread)
-                thread.start()
-                while not host._lock.contended:
-                    thread.join(0.001)
-            order.append(f"{self.cid} stepped")
-            return ExecutorStep(ExecutorStatus.CONTROL_DONE)
-
-        def request_stop(self) -> None:
-            pass
-
-    host = ExecutorHost(backend, lambda cmd: Recorder(cmd) if cmd.skill == "record"
-                        else factory(cmd), journal=SqliteRuntimeJournal(tmp_path / "r.db"),
-                        clock=clock)
-    host.SHARE_S = 0.0
-    host.submit(command("first", "record"))
-    host.submit(command("second", "record"))
-    clock.advance(DT)
-    events = host.step().events
-    late[0].join()
-    assert order == ["first stepped", "late PENDING", "second stepped"]
-    assert [(e.command_id, str(e.kind)) for e in events] == [
-        ("first", "started"), ("second", "started"), ("first", "control_done"),
-        ("second", "control_done")]
-    assert host.query("late").state is RS.PENDING  # journaled, stepped from the next step on
-    host.close()
-
-
 def _recording_host(backend, clock, tmp_path, on_first):  # type: ignore[no-untyped-def]
     """A host whose ``record`` executors log their steps and call ``on_first(host)`` while
     the step runs the command named ``first``."""
@@ -363,6 +318,34 @@ def _recording_host(backend, clock, tmp_path, on_first):  # type: ignore[no-unty
                         else factory(cmd), journal=LoggedRuntimeJournal(tmp_path / "r.db"),
                         clock=clock)
     return host, order
+
+
+def test_a_long_step_lets_a_waiting_submit_in_between_two_commands(clock, backend, tmp_path):
+    import threading
+
+    late: list[threading.Thread] = []
+
+    def dispatch_arrives(host, order):  # type: ignore[no-untyped-def]
+        thread = threading.Thread(target=lambda: order.append(
+            f"late {host.submit(command('late', 'wait', steps=0)).state.value}"))
+        late.append(thread)
+        thread.start()
+        while not host._lock.contended:
+            thread.join(0.001)
+
+    host, order = _recording_host(backend, clock, tmp_path, dispatch_arrives)
+    host.SHARE_S = 0.0
+    host.submit(command("first", "record"))
+    host.submit(command("second", "record"))
+    clock.advance(DT)
+    events = host.step().events
+    late[0].join()
+    assert order == ["first stepped", "late PENDING", "second stepped"]
+    assert [(e.command_id, str(e.kind)) for e in events] == [
+        ("first", "started"), ("second", "started"), ("first", "control_done"),
+        ("second", "control_done")]
+    assert host.query("late").state is RS.PENDING  # journaled, stepped from the next step on
+    host.close()
 
 
 def test_a_step_steps_aside_while_an_answer_is_made_and_resumes_when_it_has_left(
