@@ -16,34 +16,28 @@ $(STAMP): setup.cfg pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $@
 
+# $(call need,CHECK,PACKAGE,WHAT,BREW): when the shell test CHECK fails, install the Debian
+# package PACKAGE with apt when running as root; otherwise print the install commands (WHAT
+# says what it is for; BREW is the Homebrew argument) and stop.
+define need
+	@$(1) || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing $(2) ($(3)) with apt-get"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null) \
+	      || { echo "apt-get could not install $(2); install it by hand: apt-get install $(2)"; exit 1; }; \
+	  else \
+	    echo "$(2) is missing ($(3)). Install it, then run make again:"; \
+	    echo "  Debian/Ubuntu: sudo apt-get install $(2)"; \
+	    echo "  Fedora:        sudo dnf install $(2)"; \
+	    echo "  macOS:         brew install $(4)"; \
+	    exit 1; \
+	  fi; }
+endef
+
 # Graphviz's `dot` renders execution graphs; Chromium (headless) tests the HTML replay.
-# Installed with apt when missing and running as root; otherwise the exact install command is
-# printed.
 system-deps:
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing Chromium (headless browser for the replay page's test) with apt-get"; \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-	      || { echo "apt-get could not install chromium; install it by hand: apt-get install chromium"; exit 1; }; \
-	  else \
-	    echo "Chromium is missing (the HTML replay is tested in it). Install it, then run make again:"; \
-	    echo "  Debian/Ubuntu: sudo apt-get install chromium"; \
-	    echo "  Fedora:        sudo dnf install chromium"; \
-	    echo "  macOS:         brew install --cask chromium"; \
-	    exit 1; \
-	  fi; }
-	@command -v dot >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing Graphviz (dot) with apt-get"; \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null) \
-	      || { echo "apt-get could not install graphviz; install it by hand: apt-get install graphviz"; exit 1; }; \
-	  else \
-	    echo "Graphviz's 'dot' is missing. Install it, then run make again:"; \
-	    echo "  Debian/Ubuntu: sudo apt-get install graphviz"; \
-	    echo "  Fedora:        sudo dnf install graphviz"; \
-	    echo "  macOS:         brew install graphviz"; \
-	    exit 1; \
-	  fi; }
+	$(call need,command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1,chromium,the headless browser the replay page is tested in,--cask chromium)
+	$(call need,command -v dot >/dev/null 2>&1,graphviz,its dot draws execution graphs,graphviz)
 
 demo: setup
 	$(BIN)/harness run trees/pick_and_place.yaml
