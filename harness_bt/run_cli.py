@@ -206,6 +206,10 @@ def run(
     runtime: str = typer.Option(None, "--runtime", help="A ZeroMQ runtime server, e.g. "
                                 "tcp://127.0.0.1:5555 (harness runtime serve): wall-clock "
                                 "time, one run against its scene."),
+    runtime_telemetry: str = typer.Option(None, "--runtime-telemetry", help="Subscribe to "
+                                          "the runtime's telemetry here instead of the PUB "
+                                          "endpoint its HELLO announces (a relay or a fault "
+                                          "proxy; needs --runtime)."),
     journal: Path = typer.Option(None, "--journal", help="Journal the run (ledger, chart, "
                                  "progress) in this SQLite file, so that harness resume FILE "
                                  "can finish it after a crash (needs --runtime)."),
@@ -215,6 +219,12 @@ def run(
     extra: dict[str, object] = {}
     if num_steps is not None:
         extra["num_steps"] = num_steps
+    if runtime_telemetry is not None:
+        if not runtime:
+            raise DefinitionError("INVALID_OPTION", f"--runtime-telemetry {runtime_telemetry}: "
+                                  "only a runtime server publishes telemetry",
+                                  fix="pass --runtime too, or drop --runtime-telemetry")
+        extra["telemetry"] = runtime_telemetry
     if runtime and sim:
         raise DefinitionError("INVALID_OPTION", "--runtime and --sim both name a runtime",
                               fix="pass one of them")
@@ -278,6 +288,9 @@ def resume(
     journal: Path = typer.Argument(..., help="The file a harness run --journal wrote."),
     runtime: str = typer.Option(None, "--runtime", help="The runtime's address, when it "
                                 "moved (default: the one the run used)."),
+    runtime_telemetry: str = typer.Option(None, "--runtime-telemetry", help="Subscribe to "
+                                          "telemetry here instead of the PUB endpoint the "
+                                          "runtime's HELLO announces."),
     trace: Path = typer.Option(None, "--trace", help="JSONL trace of the resumed part "
                                "(default: the run's trace name with .resumed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
@@ -291,7 +304,10 @@ def resume(
         task = load_task(Path(header.task_file))
         min_epoch = max(durable.ledger.epoch, int(durable.journal.progress().get("epoch", 0)))
         url = runtime or header.runtime_url
-        options = RunOptions(task=task.name, runtime_url=url, extra={"min_epoch": min_epoch})
+        extra: dict[str, object] = {"min_epoch": min_epoch}
+        if runtime_telemetry is not None:
+            extra["telemetry"] = runtime_telemetry
+        options = RunOptions(task=task.name, runtime_url=url, extra=extra)
         if trace is None and header.trace:  # run.jsonl -> run.resumed.jsonl, .resumed2, ...
             old = Path(header.trace)
             n = 1

@@ -110,7 +110,8 @@ class Proc:
 
 @dataclass
 class Run:
-    """The files and processes of one run."""
+    """The files and processes of one run. ``telemetry``: the PUB endpoint harnesses subscribe
+    to (a telemetry fault proxy's; None: the runtime's own)."""
 
     workload: Workload
     dir: Path
@@ -118,6 +119,7 @@ class Run:
     procs: list[Proc] = field(default_factory=list)
     runtime: Proc | None = None
     endpoints: dict[str, Any] = field(default_factory=dict)
+    telemetry: str | None = None
 
     @property
     def runtime_journal(self) -> Path:
@@ -147,15 +149,18 @@ class Run:
         w = self.workload
         journal = str(self.dir / f"{name}.db")
         trace = str(self.dir / f"{name}{'.resumed' if resume else ''}.jsonl")
+        telemetry = self.telemetry or str(self.endpoints["telemetry"])
         if w.harness == "cli":
             args = (["resume", journal, "--runtime", endpoint, "--json", "--trace", trace]
                     if resume else
                     ["run", w.task, "--runtime", endpoint, "--journal", journal, "--json",
                      "--seed", str(self.seed), "--trace", trace])
+            if self.telemetry:
+                args += ["--runtime-telemetry", self.telemetry]
             proc = Proc(args, self.dir / f"{name}.log", module="harness_bt.cli")
         else:
             args = ["harness", "--endpoint", endpoint, "--task", w.task,
-                    "--telemetry", str(self.endpoints["telemetry"]), "--journal", journal,
+                    "--telemetry", telemetry, "--journal", journal,
                     "--run-id", f"{name}-{self.seed}", "--epoch", str(epoch),
                     "--seed", str(self.seed), "--tick-s", str(w.tick_s),
                     "--max-time-s", str(w.max_time_s), "--trace", trace]

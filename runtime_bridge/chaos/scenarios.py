@@ -5,15 +5,20 @@ Each run starts a runtime process (``python -m runtime_bridge.chaos runtime``) o
 journal, a :class:`~runtime_bridge.zmq.faults.FaultProxy` in front of it, and a harness process
 (``harness run --runtime``, or ``python -m runtime_bridge.chaos harness``: see
 :class:`~runtime_bridge.chaos.processes.Workload`) that talks to the runtime through the proxy.
-Telemetry goes straight from the runtime to the harness. Faults that need a moment
-"mid-command" wait for the ``k``-th executor start in the runtime's exec log.
+Telemetry goes through a :class:`~runtime_bridge.zmq.telemetry_faults.TelemetryFaultProxy`
+(faultless but in the telemetry rows). Faults that need a moment "mid-command" wait for the
+``k``-th executor start in the runtime's exec log.
 
 Fault classes (:data:`FAULTS`): ``none`` (the baseline), ``drop``, ``delay``, ``duplicate``,
 ``reorder`` (replies), ``runtime_kill`` (SIGKILL, restart on the same journal and ports),
 ``harness_kill`` (SIGKILL, then ``harness resume`` / ``--resume``), ``partition`` (longer than
 the lease), ``two_harnesses`` (a newer epoch takes over; the older one's dispatch and cancel
 must be refused), ``hostile`` (malformed, truncated and oversized frames: the harness's own
-requests and replies corrupted, and a hostile peer talking to the runtime directly).
+requests and replies corrupted, and a hostile peer talking to the runtime directly),
+``telemetry_drop`` (most telemetry messages lost), ``telemetry_delay`` (telemetry delayed,
+reordered and duplicated), ``telemetry_silence`` (no telemetry at all for longer than the lease,
+mid-command, while the control channel works). Telemetry is liveness evidence only: its loss may
+make a run slower, never wrong.
 """
 
 from __future__ import annotations
@@ -44,11 +49,13 @@ from runtime_bridge.chaos.truth import (
 )
 from runtime_bridge.zmq.bridge import ZmqBridge, ZmqBridgeConfig
 from runtime_bridge.zmq.faults import FaultProxy
+from runtime_bridge.zmq.telemetry_faults import TelemetryFaultProxy
 
 __all__ = ["FAULTS", "PICK_AND_PLACE", "RunOutcome", "Workload", "run_once"]
 
 FAULTS = ("none", "drop", "delay", "duplicate", "reorder", "runtime_kill", "harness_kill",
-          "partition", "two_harnesses", "hostile")
+          "partition", "two_harnesses", "hostile", "telemetry_drop", "telemetry_delay",
+          "telemetry_silence")
 @dataclass
 class RunOutcome:
     """One run: the fault, whether the task completed, the audit, and the row-specific checks
@@ -105,6 +112,7 @@ def run_once(fault: str, seed: int, workdir: str | os.PathLike[str],
     run.dir.mkdir(parents=True, exist_ok=True)
     context = zmq.Context()
     proxy: FaultProxy | None = None
+    telemetry: TelemetryFaultProxy | None = None
     began = time.monotonic()
     checks: dict[str, bool] = {}
     details: dict[str, Any] = {}
@@ -113,13 +121,17 @@ def run_once(fault: str, seed: int, workdir: str | os.PathLike[str],
         ready = run.start_runtime()
         proxy = FaultProxy(ready["bind"], context=context, seed=seed)
         endpoint = proxy.start()
+        telemetry = TelemetryFaultProxy(ready["telemetry"], context=context, seed=seed)
+        run.telemetry = telemetry.start()
         try:
-            answer = _SCENARIOS[fault](run, proxy, endpoint, context, checks, details, ledgers)
+            answer = _SCENARIOS[fault](run, proxy, endpoint, context, checks, details, ledgers,
+                                       telemetry)
         except HarnessError as exc:  # a process that failed or went silent: a failed run
             details["error"] = exc.to_dict()
             checks["ran_to_the_end"] = False
             answer = {}
         details["proxy"] = dataclasses.asdict(proxy.counts)
+        details["telemetry_proxy"] = dataclasses.asdict(telemetry.counts)
         alive = run.runtime is not None and run.runtime.proc.poll() is None
         checks["runtime_alive"] = alive
         if run.runtime is not None:
@@ -132,6 +144,8 @@ def run_once(fault: str, seed: int, workdir: str | os.PathLike[str],
     finally:
         if proxy is not None:
             proxy.stop()
+        if telemetry is not None:
+            telemetry.stop()
         run.close()
         context.term()
     truth = audit(runtime_journal=run.runtime_journal, exec_log=run.exec_log, ledgers=ledgers)
@@ -140,7 +154,7 @@ def run_once(fault: str, seed: int, workdir: str | os.PathLike[str],
 
 
 _Scenario = Callable[[Run, FaultProxy, str, zmq.Context, dict[str, bool], dict[str, Any],
-                      list[Path]], dict[str, Any]]
+                      list[Path], TelemetryFaultProxy], dict[str, Any]]
 
 
 def _with_rates(every_s: tuple[float, float] = (0.2, 0.6),
@@ -150,7 +164,7 @@ def _with_rates(every_s: tuple[float, float] = (0.2, 0.6),
     calls ``inject`` at seeded random intervals, when given)."""
     def scenario(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                  checks: dict[str, bool], details: dict[str, Any],
-                 ledgers: list[Path]) -> dict[str, Any]:
+                 ledgers: list[Path], telemetry: TelemetryFaultProxy) -> dict[str, Any]:
         proxy.set_rates(**rates)
         harness = run.start_harness(endpoint)
         if inject is None:
@@ -176,7 +190,7 @@ def _reorder_hold(proxy: FaultProxy, rng: random.Random) -> None:
 
 def _hostile(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
              checks: dict[str, bool], details: dict[str, Any],
-             ledgers: list[Path]) -> dict[str, Any]:
+             ledgers: list[Path], telemetry: TelemetryFaultProxy) -> dict[str, Any]:
     proxy.set_rates(corrupt_requests=0.05, corrupt_replies=0.05)
     harness = run.start_harness(endpoint)
     with HostilePeer(run.endpoints["bind"], run.seed, context) as peer:
@@ -190,7 +204,7 @@ def _hostile(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
 
 def _runtime_kill(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                   checks: dict[str, bool], details: dict[str, Any],
-                  ledgers: list[Path]) -> dict[str, Any]:
+                  ledgers: list[Path], telemetry: TelemetryFaultProxy) -> dict[str, Any]:
     harness = run.start_harness(endpoint)
     w = run.workload
     first = dict(run.endpoints)
@@ -210,7 +224,7 @@ def _runtime_kill(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Conte
 
 def _harness_kill(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                   checks: dict[str, bool], details: dict[str, Any],
-                  ledgers: list[Path]) -> dict[str, Any]:
+                  ledgers: list[Path], telemetry: TelemetryFaultProxy) -> dict[str, Any]:
     harness = run.start_harness(endpoint)
     w = run.workload
     if not run.wait_for_start(w.kill_at, w.max_time_s):
@@ -234,7 +248,7 @@ def _harness_kill(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Conte
 
 def _partition(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                checks: dict[str, bool], details: dict[str, Any],
-               ledgers: list[Path]) -> dict[str, Any]:
+               ledgers: list[Path], telemetry: TelemetryFaultProxy) -> dict[str, Any]:
     harness = run.start_harness(endpoint)
     w = run.workload
     if run.wait_for_start(w.kill_at, w.max_time_s):
@@ -250,7 +264,7 @@ def _partition(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
 
 def _two_harnesses(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                    checks: dict[str, bool], details: dict[str, Any],
-                   ledgers: list[Path]) -> dict[str, Any]:
+                   ledgers: list[Path], telemetry: TelemetryFaultProxy) -> dict[str, Any]:
     old = run.start_harness(endpoint, name="harness", epoch=1)
     w = run.workload
     ledgers.append(run.dir / "newer.db")
@@ -300,6 +314,48 @@ def _two_harnesses(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Cont
     return answer_new
 
 
+def _with_telemetry_faults(delay_s: float = 0.5, hold_s: float = 0.5,
+                          **rates: float) -> _Scenario:
+    """A scenario that sets per-message ``rates`` on the telemetry proxy for the whole run
+    (the control channel is faultless)."""
+    def scenario(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+                 checks: dict[str, bool], details: dict[str, Any],
+                 ledgers: list[Path], telemetry: TelemetryFaultProxy) -> dict[str, Any]:
+        telemetry.delay_messages(delay_s)
+        telemetry.reorder_hold(hold_s)
+        telemetry.set_rates(**rates)
+        answer = run.result(run.start_harness(endpoint))
+        counts = telemetry.counts
+        checks["telemetry_subscribed"] = counts.subscriptions > 0  # the harness used the proxy
+        checks["telemetry_faulted"] = (counts.dropped + counts.delayed + counts.reordered
+                                       + counts.duplicated) > 0
+        return answer
+    return scenario
+
+
+def _telemetry_silence(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
+                       checks: dict[str, bool], details: dict[str, Any],
+                       ledgers: list[Path], telemetry: TelemetryFaultProxy) -> dict[str, Any]:
+    harness = run.start_harness(endpoint)
+    w = run.workload
+    if run.wait_for_start(w.kill_at, w.max_time_s):
+        time.sleep(w.settle_s)
+        telemetry.silence(True)
+        time.sleep(2.5 * w.lease_ms / 1000.0)
+        telemetry.silence(False)
+        checks["telemetry_subscribed"] = telemetry.counts.subscriptions > 0
+        checks["telemetry_silenced"] = telemetry.counts.silenced > 0
+    else:
+        details["note"] = f"the task never reached executor start {w.kill_at}"
+    answer = run.result(harness)
+    # the control channel kept every lease: silent telemetry is no reason to hold a command
+    held = [cid for cid, r in read_runtime_journal(run.runtime_journal).items()
+            if r.reason.startswith("LEASE_EXPIRED")]
+    details["held_on_lease_expiry"] = held
+    checks["no_lease_expired"] = not held
+    return answer
+
+
 _SCENARIOS: dict[str, _Scenario] = {
     "none": _with_rates(),
     "drop": _with_rates(drop_replies=0.15),
@@ -311,4 +367,8 @@ _SCENARIOS: dict[str, _Scenario] = {
     "partition": _partition,
     "two_harnesses": _two_harnesses,
     "hostile": _hostile,
+    "telemetry_drop": _with_telemetry_faults(drop=0.7),
+    "telemetry_delay": _with_telemetry_faults(delay_s=1.5, hold_s=0.8, delay=0.3, reorder=0.2,
+                                              duplicate=0.2),
+    "telemetry_silence": _telemetry_silence,
 }

@@ -60,15 +60,17 @@ class PacedClock(SystemClock):
 
 class ZmqRuntime:
     """See the module docstring. ``connect_timeout_s`` bounds the first HELLO (and the wait
-    for the first observation)."""
+    for the first observation). ``telemetry``: the PUB endpoint to subscribe to (None: the one
+    the runtime announces in HELLO; "": none)."""
 
     def __init__(self, url: str, *, service: str = "manip", min_epoch: int = 0,
                  tick_s: float | None = None, connect_timeout_s: float = 3.0,
-                 context: zmq.Context | None = None) -> None:
+                 telemetry: str | None = None, context: zmq.Context | None = None) -> None:
         self.url = url
         self._clock = PacedClock()
         try:
-            self.bridge = ZmqBridge(ZmqBridgeConfig(endpoint=url, service=service),
+            self.bridge = ZmqBridge(ZmqBridgeConfig(endpoint=url, service=service,
+                                                    telemetry=telemetry),
                                     context=context, clock=self._clock)
         except zmq.ZMQError as exc:
             raise DefinitionError("INVALID_RUNTIME_URL", f"--runtime {url!r} is not a ZeroMQ "
@@ -186,7 +188,8 @@ class ZmqRuntime:
 
 def open_runtime(options: RunOptions) -> ZmqRuntime:
     """The runtime server at ``options.runtime_url``. ``options.extra`` may hold ``service``,
-    ``min_epoch``, ``tick_s`` and ``connect_timeout_s``."""
+    ``min_epoch``, ``tick_s``, ``connect_timeout_s`` and ``telemetry`` (the PUB endpoint, when
+    not the one the runtime announces)."""
     url = options.runtime_url
     if not url:
         raise DefinitionError("NO_RUNTIME_URL", "the zmq bridge needs a runtime address",
@@ -204,4 +207,6 @@ def open_runtime(options: RunOptions) -> ZmqRuntime:
     return ZmqRuntime(url, service=str(extra.get("service", "manip")),
                       min_epoch=int(extra.get("min_epoch", 0)),
                       tick_s=extra.get("tick_s"),
-                      connect_timeout_s=float(extra.get("connect_timeout_s", 3.0)))
+                      connect_timeout_s=float(extra.get("connect_timeout_s", 3.0)),
+                      telemetry=None if extra.get("telemetry") is None
+                      else str(extra["telemetry"]))

@@ -75,14 +75,14 @@ def _row(fault: str, outcomes: list[RunOutcome], period_s: float) -> dict[str, o
 
 
 def _print_table(rows: list[dict[str, object]], period_s: float) -> None:
-    head = (f"{'fault':<14} {'runs':>4} {'completed':>9} {'double':>6} {'lost':>4} "
+    head = (f"{'fault':<17} {'runs':>4} {'completed':>9} {'double':>6} {'lost':>4} "
             f"{'regress':>7} {'max prot ms':>11} {'med prot ms':>11} {'holds':>5} "
             f"{'loop p99 ms':>11} {'checks':>7} {'med wall s':>10}  targets")
     print(head)
     print("-" * len(head))
     for r in rows:
         mx, md = r["max_protection_ms"], r["median_protection_ms"]
-        print(f"{r['fault']:<14} {r['runs']:>4} {r['completed']!s:>9} {r['double']:>6} "
+        print(f"{r['fault']:<17} {r['runs']:>4} {r['completed']!s:>9} {r['double']:>6} "
               f"{r['lost']:>4} {r['regressions']:>7} {'-' if mx is None else mx:>11} "
               f"{'-' if md is None else md:>11} {r['holds']:>5} "
               f"{'-' if r['loop_p99_ms'] is None else r['loop_p99_ms']:>11} {r['checks']:>7} "
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                 outcomes.append(outcome)
                 records.append(outcome.to_dict())
                 t = outcome.truth
-                print(f"  {fault:<14} seed {seed:<3} {outcome.outcome:<26} "
+                print(f"  {fault:<17} seed {seed:<3} {outcome.outcome:<26} "
                       f"double {len(t.double_executions)} lost {len(t.lost)} regress "
                       f"{len(t.regressions)} holds {len(t.protection_latency_s)} "
                       f"wall {outcome.wall_s:.1f}s", flush=True)

@@ -23,6 +23,9 @@ EXPECTED_CHECKS = {
     "two_harnesses": {"stale_cancel_refused", "stale_dispatch_refused",
                       "no_stale_command_accepted"},
     "hostile": {"hostile_answered"},
+    "telemetry_drop": {"telemetry_subscribed", "telemetry_faulted"},
+    "telemetry_delay": {"telemetry_subscribed", "telemetry_faulted"},
+    "telemetry_silence": {"telemetry_subscribed", "telemetry_silenced", "no_lease_expired"},
 }
 
 

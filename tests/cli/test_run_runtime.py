@@ -164,6 +164,8 @@ def test_an_unreachable_runtime_says_where_and_how_to_start_one(
      "endpoint"),
     (["--runtime", "tcp://127.0.0.1:1", "--journal", "taken.db"], "RUN_JOURNAL_EXISTS: "
      "taken.db already exists; a new run needs its own journal"),
+    (["--runtime-telemetry", "tcp://127.0.0.1:2"], "INVALID_OPTION: --runtime-telemetry "
+     "tcp://127.0.0.1:2: only a runtime server publishes telemetry"),
 ])
 def test_runtime_options_are_checked_before_anything_runs(
         capfd: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

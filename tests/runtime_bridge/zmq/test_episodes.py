@@ -11,6 +11,7 @@ import zmq
 from harness_bt.episodes import RunOptions
 from harness_bt.errors import BridgeError, DefinitionError
 from runtime_bridge.zmq.episodes import ZmqRuntime, open_runtime
+from runtime_bridge.zmq.telemetry_faults import TelemetryFaultProxy
 
 
 def test_one_run_against_the_runtime_with_a_new_control_epoch(start_server,  # type: ignore[no-untyped-def]
@@ -29,6 +30,21 @@ def test_one_run_against_the_runtime_with_a_new_control_epoch(start_server,  # t
         assert runtime.episode_over and runtime.stop_reason is None
     finally:
         runtime.close()
+
+
+def test_telemetry_comes_from_the_given_endpoint_instead_of_the_announced_one(  # type: ignore[no-untyped-def]
+        start_server, zctx: zmq.Context) -> None:
+    server = start_server()
+    relay = TelemetryFaultProxy(server.endpoints["telemetry"], context=zctx)
+    runtime = ZmqRuntime(server.endpoints["bind"], context=zctx, telemetry=relay.start())
+    try:
+        assert runtime.bridge.config.telemetry == relay.endpoint != server.endpoints["telemetry"]
+        start = runtime.start_episode()
+        assert start is not None and start.details["first_observation"] is True
+        assert relay.counts.subscriptions >= 1 and relay.counts.forwarded >= 1
+    finally:
+        runtime.close()
+        relay.stop()
 
 
 def test_a_newer_harness_fences_the_older_one(start_server, zctx: zmq.Context) -> None:  # type: ignore[no-untyped-def]
