@@ -39,7 +39,7 @@ from harness_bt.bridge import RuntimeState
 from harness_bt.errors import BridgeError, HarnessError
 from harness_bt.ledger import Command
 from runtime_bridge.chaos.injectors import HostilePeer, Injector
-from runtime_bridge.chaos.processes import PICK_AND_PLACE, Run, Workload
+from runtime_bridge.chaos.processes import PICK_AND_PLACE, Proc, Run, Workload
 from runtime_bridge.chaos.truth import (
     RunTruth,
     audit,
@@ -246,19 +246,32 @@ def _harness_kill(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Conte
     return answer
 
 
+def _cut_mid_command(run: Run, endpoint: str, cut: Callable[[bool], None]
+                     ) -> tuple[Proc, bool]:
+    """Start a harness; once executor ``kill_at`` runs, ``cut(True)`` for 2.5 leases, then
+    ``cut(False)``. Returns the harness and whether the cut happened."""
+    harness = run.start_harness(endpoint)
+    w = run.workload
+    if not run.wait_for_start(w.kill_at, w.max_time_s):
+        return harness, False
+    time.sleep(w.settle_s)
+    cut(True)
+    time.sleep(2.5 * w.lease_ms / 1000.0)
+    cut(False)
+    return harness, True
+
+
+def _held_on_lease_expiry(run: Run) -> list[str]:
+    return [cid for cid, r in read_runtime_journal(run.runtime_journal).items()
+            if r.reason.startswith("LEASE_EXPIRED")]
+
+
 def _partition(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                checks: dict[str, bool], details: dict[str, Any],
                ledgers: list[Path], telemetry: TelemetryFaultProxy) -> dict[str, Any]:
-    harness = run.start_harness(endpoint)
-    w = run.workload
-    if run.wait_for_start(w.kill_at, w.max_time_s):
-        time.sleep(w.settle_s)
-        proxy.partition(True)
-        time.sleep(2.5 * w.lease_ms / 1000.0)
-        proxy.partition(False)
-        held = [r for r in read_runtime_journal(run.runtime_journal).values()
-                if r.reason.startswith("LEASE_EXPIRED")]
-        checks["held_on_lease_expiry"] = bool(held)
+    harness, cut = _cut_mid_command(run, endpoint, proxy.partition)
+    if cut:
+        checks["held_on_lease_expiry"] = bool(_held_on_lease_expiry(run))
     return run.result(harness)
 
 
@@ -336,21 +349,15 @@ def _with_telemetry_faults(delay_s: float = 0.5, hold_s: float = 0.5,
 def _telemetry_silence(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                        checks: dict[str, bool], details: dict[str, Any],
                        ledgers: list[Path], telemetry: TelemetryFaultProxy) -> dict[str, Any]:
-    harness = run.start_harness(endpoint)
-    w = run.workload
-    if run.wait_for_start(w.kill_at, w.max_time_s):
-        time.sleep(w.settle_s)
-        telemetry.silence(True)
-        time.sleep(2.5 * w.lease_ms / 1000.0)
-        telemetry.silence(False)
+    harness, cut = _cut_mid_command(run, endpoint, telemetry.silence)
+    if cut:
         checks["telemetry_subscribed"] = telemetry.counts.subscriptions > 0
         checks["telemetry_silenced"] = telemetry.counts.silenced > 0
     else:
-        details["note"] = f"the task never reached executor start {w.kill_at}"
+        details["note"] = f"the task never reached executor start {run.workload.kill_at}"
     answer = run.result(harness)
     # the control channel kept every lease: silent telemetry is no reason to hold a command
-    held = [cid for cid, r in read_runtime_journal(run.runtime_journal).items()
-            if r.reason.startswith("LEASE_EXPIRED")]
+    held = _held_on_lease_expiry(run)
     details["held_on_lease_expiry"] = held
     checks["no_lease_expired"] = not held
     return answer
