@@ -242,7 +242,9 @@ class LoggedRuntimeJournal:
 
     def get(self, command_id: str) -> RuntimeRecord | None:
         with self._lock:
-            row = self._pending.get(command_id) or self._folding.get(command_id)
+            row = self._pending.get(command_id)
+            if row is None:
+                row = self._folding.get(command_id)
         if row is not None:
             return RuntimeRecord.from_row(row)
         if not self._db.knows(command_id):  # a new id: no need to ask SQLite
@@ -252,7 +254,9 @@ class LoggedRuntimeJournal:
 
     def meta(self, key: str) -> str | None:
         with self._lock:
-            value = self._pending_meta.get(key) or self._folding_meta.get(key)
+            value = self._pending_meta.get(key)
+            if value is None:
+                value = self._folding_meta.get(key)
         if value is not None:
             return value
         with self._db_lock:

@@ -39,6 +39,13 @@ def sqlite_ids(path: Path) -> set[str]:
         db.close()
 
 
+def _as_if_killed(journal: LoggedRuntimeJournal) -> None:
+    """Drop the journal without folding or closing its segment, as a killed process would."""
+    journal._closed = True
+    os.close(journal._fd)
+    journal._db.close()
+
+
 def test_a_write_is_an_append_readable_at_once_and_a_fold_moves_it_into_sqlite(tmp_path):
     path = tmp_path / "runtime.db"
     journal = LoggedRuntimeJournal(path)
@@ -135,9 +142,7 @@ def test_a_torn_last_frame_is_dropped_and_the_rest_replayed(tmp_path, caplog):
     journal = LoggedRuntimeJournal(path)
     journal.write([record("whole")])
     seg = segments(path)[-1]
-    journal._closed = True  # as if killed: no fold at close
-    os.close(journal._fd)
-    journal._db.close()
+    _as_if_killed(journal)
     with open(seg, "ab") as fh:
         fh.write(b"\x40\x00\x00\x00\x00\x00\x00\x00{\"cut")  # a frame header promising 64 bytes
     assert set(read_rows(path)) == {"whole"}
@@ -153,9 +158,7 @@ def test_a_bad_frame_before_the_end_is_corruption_and_opening_refuses(tmp_path):
     journal.write([record("one")])
     journal.write([record("two")])
     seg = segments(path)[-1]
-    journal._closed = True
-    os.close(journal._fd)
-    journal._db.close()
+    _as_if_killed(journal)
     data = bytearray(seg.read_bytes())
     data[len(SEGMENT_MAGIC) + 12] ^= 0xFF  # inside the first frame's payload
     seg.write_bytes(bytes(data))
@@ -233,3 +236,40 @@ def test_the_sqlite_journal_underneath_stays_readable_on_its_own(tmp_path):
     plain = SqliteRuntimeJournal(path)
     assert plain.get("s").command_id == "s"
     plain.close()
+
+
+def test_a_write_during_a_fold_lands_in_the_new_segment_and_wins_after_a_crash(tmp_path):
+    path = tmp_path / "runtime.db"
+    journal = LoggedRuntimeJournal(path)
+    journal.write([record("x")])
+    write_rows = journal._db.write_rows
+
+    def slow_fold(rows, meta=None):  # type: ignore[no-untyped-def]
+        journal.write([record("x", RS.RUNNING)])  # a step's change while SQLite is busy
+        assert journal.get("x").state is RS.RUNNING  # the newest row answers at once
+        write_rows(rows, meta)
+
+    journal._db.write_rows = slow_fold  # type: ignore[method-assign]
+    assert journal.fold() == 1
+    journal._db.write_rows = write_rows  # type: ignore[method-assign]
+    assert journal.get("x").state is RS.RUNNING
+    assert read_rows(path)["x"][3] == "RUNNING"
+    _as_if_killed(journal)
+    again = LoggedRuntimeJournal(path)  # SQLite has PENDING, the new segment RUNNING
+    assert again.get("x").state is RS.RUNNING
+    again.close()
+
+
+def test_segments_left_after_a_committed_fold_replay_to_the_same_state(tmp_path, monkeypatch):
+    path = tmp_path / "runtime.db"
+    journal = LoggedRuntimeJournal(path)
+    journal.write([record("y"), record("z", RS.CONTROL_DONE, finished=3.0)])
+    monkeypatch.setattr(Path, "unlink", lambda self, missing_ok=False: None)  # dies before
+    journal.fold()  # SQLite committed, the old segment still there
+    monkeypatch.undo()
+    assert len(segments(path)) == 2
+    _as_if_killed(journal)
+    again = LoggedRuntimeJournal(path)
+    assert (again.get("y").state, again.get("z").state) == (RS.PENDING, RS.CONTROL_DONE)
+    assert len(segments(path)) == 1 and again.recovered == 2
+    again.close()
