@@ -240,11 +240,17 @@ class LoggedRuntimeJournal:
             self._pending_meta.update(meta)
             self.commits += 1
 
-    def get(self, command_id: str) -> RuntimeRecord | None:
+    def _unfolded(self, key: str, *, meta: bool) -> Any:
+        """A row (or meta value) written and not yet in SQLite: the newest, else the one a fold
+        is writing now; None if neither has it."""
         with self._lock:
-            row = self._pending.get(command_id)
-            if row is None:
-                row = self._folding.get(command_id)
+            pending, folding = ((self._pending_meta, self._folding_meta) if meta
+                                else (self._pending, self._folding))
+            value = pending.get(key)
+            return folding.get(key) if value is None else value
+
+    def get(self, command_id: str) -> RuntimeRecord | None:
+        row = self._unfolded(command_id, meta=False)
         if row is not None:
             return RuntimeRecord.from_row(row)
         if not self._db.knows(command_id):  # a new id: no need to ask SQLite
@@ -253,10 +259,7 @@ class LoggedRuntimeJournal:
             return self._db.get(command_id)
 
     def meta(self, key: str) -> str | None:
-        with self._lock:
-            value = self._pending_meta.get(key)
-            if value is None:
-                value = self._folding_meta.get(key)
+        value = self._unfolded(key, meta=True)
         if value is not None:
             return value
         with self._db_lock:

@@ -101,39 +101,43 @@ from runtime_bridge.record import RuntimeRecord
 from harness_bt.bridge import RuntimeState
 from tests.runtime_bridge.executors import command
 journal = LoggedRuntimeJournal(sys.argv[1])
-for i in range(100_000):
+for i in range(int(sys.argv[3])):
     cid = f"k{i}"
     journal.write([RuntimeRecord(cid, command(cid, "wait", steps=0), True,
                                  RuntimeState.PENDING, "ACCEPTED", time.time())])
     if i % 50 == 49:
         journal.fold()
     print(cid, flush=True)  # acknowledged: the record is durable
+print("waiting", flush=True)
+time.sleep(60)  # killed here, its last 27 records in the log only
 """
 
 
 def test_a_killed_writer_loses_no_acknowledged_record(tmp_path):
     path = tmp_path / "runtime.db"
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(ROOT)],
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(ROOT), "377"],
                             stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdout is not None
     acked = []
     try:
         for line in proc.stdout:
-            acked.append(line.strip())
-            if len(acked) == 377:  # mid-way between two folds
+            if line.strip() == "waiting":
                 os.kill(proc.pid, signal.SIGKILL)
                 break
+            acked.append(line.strip())
     finally:
         proc.kill()
         proc.wait(10)
-    acked += [line.strip() for line in proc.stdout.read().splitlines()]  # type: ignore[union-attr]
-    assert segments(path)  # the killed process left its log behind
-    assert set(acked) <= set(read_rows(path))
+        proc.stdout.close()
+    assert len(acked) == 377
+    assert len(segments(path)) == 1  # the killed process left its current segment behind
+    assert set(acked) == set(read_rows(path))
+    assert len(sqlite_ids(path)) == 350  # seven folds reached SQLite
     journal = LoggedRuntimeJournal(path)
-    assert journal.recovered > 0
-    assert segments(path) == [Path(f"{path}-hbtlog.{int(str(journal._segment)[-6:]):06d}")]
+    assert journal.recovered == 27
+    assert segments(path) == [journal._segment]  # the old one replayed and gone; a fresh one
     assert all(journal.get(cid) is not None for cid in acked)
-    assert set(acked) <= sqlite_ids(path)  # replayed into SQLite, the old segments gone
+    assert set(acked) == sqlite_ids(path)
     journal.close()
 
 
