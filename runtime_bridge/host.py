@@ -262,8 +262,22 @@ class ExecutorHost:
                 for res in command.resources:
                     self._holders[res] = cid
                 self._dirty[cid] = rec
-            self._flush()
+            try:
+                self._flush()
+            except BaseException:
+                self._forget_unjournaled(cid)
+                raise
             return rec.ack(duplicate=False)
+
+    def _forget_unjournaled(self, cid: str) -> None:
+        """A submit whose record could not be journaled never happened: nothing runs it, and
+        a resend is judged afresh."""
+        self._active.pop(cid, None)
+        for res in [r for r, holder in self._holders.items() if holder == cid]:
+            del self._holders[res]
+        self._dirty.pop(cid, None)
+        self._cache.pop(cid, None)
+        self._staged[:] = [e for e in self._staged if e.command_id != cid]
 
     def _renew_on_resend(self, command: Command) -> None:
         """A resent dispatch proves its harness alive, as a heartbeat would: renew the lease

@@ -345,5 +345,5 @@ class LoggedRuntimeJournal:
     def _failed(self, what: str, exc: OSError) -> BridgeError:
         return BridgeError("JOURNAL_FAILED", f"cannot {what} the runtime journal {self.path}: "
                            f"{exc}", where=self.path,
-                           fix="check the disk (space, permissions); the runtime stops "
-                           "answering rather than answer without a record")
+                           fix="check the disk (space, permissions); until then the runtime "
+                           "refuses what it cannot record, and its control loop stops")

@@ -405,3 +405,26 @@ def test_a_step_gives_way_for_a_bounded_time_only(clock, backend, tmp_path):
     release.set()
     threads[0].join(5)
     host.close()
+
+
+def test_a_submit_that_cannot_be_journaled_never_runs_and_a_resend_is_judged_afresh(
+        make_host, clock, monkeypatch):
+    from harness_bt.errors import BridgeError
+
+    host = make_host()
+    journal = host._journal
+
+    def full_disk(records, meta=None):  # type: ignore[no-untyped-def]
+        raise BridgeError("JOURNAL_FAILED", "cannot append to the runtime journal: disk full")
+
+    monkeypatch.setattr(journal, "write", full_disk)
+    with pytest.raises(BridgeError, match="disk full"):
+        host.submit(command("lost", "wait", steps=0))
+    assert host.active() == {} and host.query("lost").state is RS.NOT_FOUND
+    run(host, clock, 2)  # nothing runs what was never recorded
+    assert STARTS["lost"] == 0
+    monkeypatch.undo()
+    ack = host.submit(command("lost", "wait", steps=0))
+    assert (ack.accepted, ack.duplicate) == (True, False)
+    run(host, clock, 2)
+    assert host.query("lost").state is RS.CONTROL_DONE and STARTS["lost"] == 1
