@@ -44,10 +44,7 @@ def first_run(journal_path: Path, clock: FakeClock, rt: FakeRuntime,
               until: str = CLOSE, state: S = S.RUNNING) -> None:
     """Run the example with a journal until ``until`` is in ``state``, then drop everything (a
     SIGKILL: nothing is closed cleanly beyond what was committed)."""
-    journal = RunJournal.create(journal_path, header())
-    ledger = Ledger.open(journal_path, wall_clock=clock.wall, now=clock.monotonic())
-    runner = TaskRunner(fetch_cup_task(), bridge=rt, clock=clock, skills=example_skills(),
-                        ledger=ledger, run_id="r1", journal=journal)
+    runner, ledger, journal = new_runner(journal_path, clock, rt)
     while not (until in ledger and ledger.get(until).state is state):
         runner.tick()
         clock.advance(0.05)
@@ -57,13 +54,22 @@ def first_run(journal_path: Path, clock: FakeClock, rt: FakeRuntime,
     journal.close()
 
 
-def resumed_runner(journal_path: Path, clock: FakeClock, rt: FakeRuntime
-                   ) -> tuple[TaskRunner, Ledger, RunJournal]:
-    journal = RunJournal.open(journal_path)
+def new_runner(journal_path: Path, clock: FakeClock, rt: FakeRuntime, *, resume: bool = False
+               ) -> tuple[TaskRunner, Ledger, RunJournal]:
+    """The example task's runner on a new journal, or (``resume``) on an existing one from its
+    latest checkpoint."""
+    journal = RunJournal.open(journal_path) if resume else RunJournal.create(journal_path,
+                                                                              header())
     ledger = Ledger.open(journal_path, wall_clock=clock.wall, now=clock.monotonic())
     runner = TaskRunner(fetch_cup_task(), bridge=rt, clock=clock, skills=example_skills(),
-                        ledger=ledger, run_id="r1", journal=journal, resume=journal.latest())
+                        ledger=ledger, run_id="r1", journal=journal,
+                        resume=journal.latest() if resume else None)
     return runner, ledger, journal
+
+
+def resumed_runner(journal_path: Path, clock: FakeClock, rt: FakeRuntime
+                   ) -> tuple[TaskRunner, Ledger, RunJournal]:
+    return new_runner(journal_path, clock, rt, resume=True)
 
 
 # ---------------------------------------------------------------------- resuming
@@ -171,10 +177,7 @@ def test_checkpoints_keep_plain_blackboard_values_and_list_the_others(tmp_path: 
     clock = FakeClock()
     rt = example_runtime(clock, grasps=[Script(duration_s=0.5, effect=grasp_effect)])
     path = tmp_path / "run.db"
-    journal = RunJournal.create(path, header())
-    ledger = Ledger.open(path, wall_clock=clock.wall, now=clock.monotonic())
-    runner = TaskRunner(fetch_cup_task(), bridge=rt, clock=clock, skills=example_skills(),
-                        ledger=ledger, run_id="r1", journal=journal)
+    runner, ledger, journal = new_runner(path, clock, rt)
     runner.tick()
     runner.blackboard.set("snapshot", object(), writer="test")  # not plain data
     while runner.configuration[0] == "navigate":
@@ -325,10 +328,7 @@ def test_a_run_resumed_in_its_final_state_ends_at_once(tmp_path: Path) -> None:
     clock = FakeClock()
     rt = example_runtime(clock, grasps=[Script(duration_s=0.5, effect=grasp_effect)])
     path = tmp_path / "run.db"
-    journal = RunJournal.create(path, header())
-    ledger = Ledger.open(path, wall_clock=clock.wall, now=clock.monotonic())
-    runner = TaskRunner(fetch_cup_task(), bridge=rt, clock=clock, skills=example_skills(),
-                        ledger=ledger, run_id="r1", journal=journal)
+    runner, ledger, journal = new_runner(path, clock, rt)
     run_to_end(runner, clock)
     assert runner.result is not None and runner.result.succeeded
     ledger.close()

@@ -96,3 +96,18 @@ def proxy(zctx: zmq.Context) -> Iterator[Callable[[str], FaultProxy]]:
     yield start
     for p in proxies:
         p.stop()
+
+
+@pytest.fixture
+def faulty_link(start_server, make_bridge, proxy):  # type: ignore[no-untyped-def]
+    """``faulty_link(server=None, **bridge_config)`` -> (server, fault proxy, bridge): a runtime
+    server (a fresh one unless given) behind a fault proxy, and a bridge through the proxy,
+    without telemetry unless ``telemetry`` is given."""
+
+    def make(server: RuntimeServer | None = None, **bridge_config: object
+             ) -> tuple[RuntimeServer, FaultProxy, ZmqBridge]:
+        server = server or start_server()
+        faults = proxy(server.endpoints["bind"])
+        return server, faults, make_bridge(faults.endpoint, **{"telemetry": "", **bridge_config})
+
+    return make

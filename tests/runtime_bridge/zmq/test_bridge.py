@@ -49,11 +49,8 @@ def test_dispatch_runs_once_and_reports_every_event_in_order(start_server, make_
     assert STARTS["d1"] == 1
 
 
-def test_a_dropped_dispatch_reply_is_resent_with_the_same_id_and_deduplicated(
-        start_server, make_bridge, proxy):
-    server = start_server()
-    faults = proxy(server.endpoints["bind"])
-    bridge = make_bridge(faults.endpoint, telemetry="", timeout_s=0.3)
+def test_a_dropped_dispatch_reply_is_resent_with_the_same_id_and_deduplicated(faulty_link):
+    _, faults, bridge = faulty_link(timeout_s=0.3)
     bridge.hello()
     faults.drop_replies(1)
     ack = bridge.dispatch(command("lp", "wait", steps=2))
@@ -64,20 +61,15 @@ def test_a_dropped_dispatch_reply_is_resent_with_the_same_id_and_deduplicated(
     assert STARTS["lp"] == 1
 
 
-def test_query_survives_dropped_replies_by_reconnecting(start_server, make_bridge, proxy):
-    server = start_server()
-    faults = proxy(server.endpoints["bind"])
-    bridge = make_bridge(faults.endpoint, telemetry="", timeout_s=0.2, retries=3)
+def test_query_survives_dropped_replies_by_reconnecting(faulty_link):
+    _, faults, bridge = faulty_link(timeout_s=0.2, retries=3)
     faults.drop_replies(2)
     assert bridge.query("never-sent").state is RS.NOT_FOUND
     assert bridge.client.reconnects == 2
 
 
-def test_a_silent_runtime_makes_the_outcome_unknown_and_query_reconciles(
-        start_server, make_bridge, proxy):
-    server = start_server()
-    faults = proxy(server.endpoints["bind"])
-    bridge = make_bridge(faults.endpoint, telemetry="", timeout_s=0.15, retries=2)
+def test_a_silent_runtime_makes_the_outcome_unknown_and_query_reconciles(faulty_link):
+    _, faults, bridge = faulty_link(timeout_s=0.15, retries=2)
     bridge.hello()
     faults.drop_replies(2)  # both tries reach the runtime; no answer comes back
     with pytest.raises(WireError) as info:
@@ -100,10 +92,9 @@ def test_a_silent_runtime_makes_the_outcome_unknown_and_query_reconciles(
     assert (STARTS["u1"], STARTS["u2"]) == (1, 0)
 
 
-def test_a_lease_not_renewed_makes_the_runtime_hold_by_itself(start_server, make_bridge, proxy):
-    server = start_server(lease_s=0.3, dt=0.02)
-    faults = proxy(server.endpoints["bind"])
-    bridge = make_bridge(faults.endpoint, telemetry="", heartbeat_interval_s=0.05)
+def test_a_lease_not_renewed_makes_the_runtime_hold_by_itself(start_server, faulty_link):
+    _, faults, bridge = faulty_link(start_server(lease_s=0.3, dt=0.02),
+                                    heartbeat_interval_s=0.05)
     bridge.dispatch(command("ls", "never_stops"))
     end = time.monotonic() + 0.8
     while time.monotonic() < end:  # heartbeats keep it alive past its lease

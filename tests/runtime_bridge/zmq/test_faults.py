@@ -38,10 +38,8 @@ def test_an_unknown_corruption_is_a_config_error():
 
 
 def test_a_reordered_dispatch_reply_never_answers_the_resend_and_nothing_runs_twice(
-        start_server, make_bridge, proxy):
-    server = start_server()
-    faults = proxy(server.endpoints["bind"])
-    bridge = make_bridge(faults.endpoint, telemetry="", timeout_s=0.2, retries=3)
+        faulty_link):
+    _, faults, bridge = faulty_link(timeout_s=0.2, retries=3)
     bridge.hello()
     # held past the client's timeout: the resend's reply overtakes it, the stale one is lost
     faults.reorder_replies(1, hold_s=5.0)
@@ -57,20 +55,15 @@ def test_a_reordered_dispatch_reply_never_answers_the_resend_and_nothing_runs_tw
     assert STARTS["r1"] == 1
 
 
-def test_a_reply_held_for_less_than_the_timeout_is_just_late(start_server, make_bridge, proxy):
-    server = start_server()
-    faults = proxy(server.endpoints["bind"])
-    bridge = make_bridge(faults.endpoint, telemetry="", timeout_s=2.0, retries=1)
+def test_a_reply_held_for_less_than_the_timeout_is_just_late(faulty_link):
+    _, faults, bridge = faulty_link(timeout_s=2.0, retries=1)
     faults.reorder_replies(1, hold_s=0.05)
     assert bridge.query("nobody").state is RS.NOT_FOUND
     assert (faults.counts.reordered_replies, bridge.client.reconnects) == (1, 0)
 
 
-def test_corrupted_requests_get_error_replies_and_the_server_keeps_serving(
-        start_server, make_bridge, proxy):
-    server = start_server()
-    faults = proxy(server.endpoints["bind"])
-    bridge = make_bridge(faults.endpoint, telemetry="", timeout_s=1.0, retries=1)
+def test_corrupted_requests_get_error_replies_and_the_server_keeps_serving(faulty_link):
+    _, faults, bridge = faulty_link(timeout_s=1.0, retries=1)
     codes = []
     for _ in CORRUPTIONS:
         faults.corrupt_requests(1)
@@ -81,11 +74,8 @@ def test_corrupted_requests_get_error_replies_and_the_server_keeps_serving(
     assert bridge.query("q").state is RS.NOT_FOUND
 
 
-def test_a_corrupted_dispatch_reply_is_an_error_and_the_resend_is_deduplicated(
-        start_server, make_bridge, proxy):
-    server = start_server()
-    faults = proxy(server.endpoints["bind"])
-    bridge = make_bridge(faults.endpoint, telemetry="", timeout_s=1.0, retries=2)
+def test_a_corrupted_dispatch_reply_is_an_error_and_the_resend_is_deduplicated(faulty_link):
+    _, faults, bridge = faulty_link(timeout_s=1.0, retries=2)
     bridge.hello()
     faults.corrupt_replies(1)
     with pytest.raises(WireError, match="unreadable reply") as info:
@@ -133,12 +123,8 @@ def test_fault_rates_are_checked_and_never_pile_up(start_server, make_bridge, pr
     assert faults.counts.dropped_replies == 2
 
 
-def test_poll_waits_longer_on_a_slow_link_until_events_get_through(
-        start_server, make_bridge, proxy):
-    server = start_server()
-    faults = proxy(server.endpoints["bind"])
-    bridge = make_bridge(faults.endpoint, telemetry="", timeout_s=0.8, retries=2,
-                         poll_timeout_s=0.1)
+def test_poll_waits_longer_on_a_slow_link_until_events_get_through(faulty_link):
+    _, faults, bridge = faulty_link(timeout_s=0.8, retries=2, poll_timeout_s=0.1)
     bridge.hello()
     bridge.dispatch(command("slow", "wait", steps=1))
     faults.delay_replies(0.3)  # every reply comes after the first poll wait

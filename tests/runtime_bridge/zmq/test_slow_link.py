@@ -134,12 +134,18 @@ def test_events_get_through_a_link_slower_than_timeout_s_when_the_lease_leaves_r
     assert [(e.command_id, e.kind) for e in got] == [("c1", EventKind.STARTED)]
 
 
-def test_a_telemetry_start_and_progress_of_a_followed_command_are_reported_as_its_events(slow):
+def _following(slow, steps: int):  # type: ignore[no-untyped-def]
+    """The bridge dispatched ``c1`` and follows it; its telemetry is a FakeTelemetry."""
     bridge, link, _ = slow
     bridge.hello()
-    bridge.dispatch(command("c1", "wait", steps=9))
+    bridge.dispatch(command("c1", "wait", steps=steps))
     tele = FakeTelemetry()
     bridge._subscriber = tele  # type: ignore[assignment]
+    return bridge, link, tele
+
+
+def test_a_telemetry_start_and_progress_of_a_followed_command_are_reported_as_its_events(slow):
+    bridge, link, tele = _following(slow, 9)
     link.delay_s = 0.7  # the request path is slow; telemetry is not
     tele.publish("c1", "started", 0)
     first = bridge.poll()
@@ -152,11 +158,7 @@ def test_a_telemetry_start_and_progress_of_a_followed_command_are_reported_as_it
 
 
 def test_telemetry_never_reports_a_result_nor_an_event_twice(slow):
-    bridge, link, _ = slow
-    bridge.hello()
-    bridge.dispatch(command("c1", "wait", steps=2))
-    tele = FakeTelemetry()
-    bridge._subscriber = tele  # type: ignore[assignment]
+    bridge, link, tele = _following(slow, 2)
     link.events = [CommandEvent("c1", 0, "started"), CommandEvent("c1", 1, "progress")]
     tele.publish("c1", "progress", 1)  # already read by request: not again
     assert [(e.kind, e.seq) for e in bridge.poll().events] == [
