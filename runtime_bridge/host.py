@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import threading
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -42,12 +43,19 @@ from harness_bt.executor import Executor, ExecutorFactory, ExecutorStatus, Execu
 from harness_bt.ledger import Command, CommandEvent, EventKind
 from harness_bt.observation import Observation
 from runtime_bridge.host_lock import HostLock
-from runtime_bridge.host_types import EventBatch, HeartbeatResult, HostConfig, StepResult
+from runtime_bridge.host_types import (
+    EventBatch,
+    GiveWay,
+    HeartbeatResult,
+    HostConfig,
+    StepResult,
+)
 from runtime_bridge.journal import MemoryRuntimeJournal, RuntimeJournal
 from runtime_bridge.merge import ActionMerger
 from runtime_bridge.record import RuntimeReason, RuntimeRecord
 
-__all__ = ["Backend", "EventBatch", "ExecutorHost", "HeartbeatResult", "HostConfig", "StepResult"]
+__all__ = ["Backend", "EventBatch", "ExecutorHost", "GiveWay", "HeartbeatResult", "HostConfig",
+           "PlanOn", "StepResult"]
 
 R = RuntimeReason
 RS = RuntimeState
@@ -72,6 +80,19 @@ class Backend(Protocol):
     def step(self, action: Mapping[str, Any]) -> Observation: ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A step's bookkeeping done: the time it ran at, the merged action, its events."""
+
+    now: float
+    action: Mapping[str, Any]
+    events: tuple[CommandEvent, ...]
+
+
+#: runs a step's bookkeeping (handed the give-way it may answer through) and returns its result
+PlanOn = Callable[[Callable[[GiveWay], _Plan]], _Plan]
 
 
 @dataclass(slots=True, eq=False)
@@ -99,9 +120,19 @@ class ExecutorHost:
     has done, lets go of the lock and sleeps until the answer has left, so the answering thread
     has the interpreter to itself instead of winning it back at every switch interval. A step
     gives way for at most ``YIELD_SHARE`` of a control period in all, so a flood of requests
-    delays the control loop by a bounded amount and never starves it."""
+    delays the control loop by a bounded amount and never starves it.
+
+    Better still, the answering thread runs the step's bookkeeping itself (``step(plan_on=...)``,
+    see :class:`GiveWay`; the runtime server with its own broker does): every ``LOOK_S`` of
+    work it answers the requests waiting, with no lock or interpreter changing hands, and
+    otherwise offers the CPU to whatever else waits for it (``sched_yield``): a step is
+    milliseconds of CPU, and a process woken on its core, a client or the socket's I/O thread,
+    would otherwise wait for all of it. Such an answer journals only what it tells: a new
+    command's record alone, or every change in hand when it reports a command the step has
+    changed (:meth:`_reveal`)."""
 
     SHARE_S = 0.0005
+    LOOK_S = 0.0001
     YIELD_SHARE = 0.25
 
     def __init__(
@@ -125,6 +156,7 @@ class ExecutorHost:
         self._parked = False  # the step is waiting for them to leave
         self._answered = threading.Event()
         self._yield_left = 0.0
+        self._give_way: GiveWay | None = None  # set while a step's plan is made through one
         self._step_lock = threading.Lock()
         self._active: dict[str, _Live] = {}
         self._cache: OrderedDict[str, RuntimeRecord] = OrderedDict()
@@ -132,6 +164,7 @@ class ExecutorHost:
         self._dirty: dict[str, RuntimeRecord] = {}
         self._meta: dict[str, str] = {}
         self._staged: list[CommandEvent] = []
+        self._collected: list[CommandEvent] | None = None  # what a step's flushes let out
         self._log: deque[tuple[int, CommandEvent]] = deque(maxlen=self.config.event_log_size)
         self._log_index = 0
         self._merger = ActionMerger()
@@ -178,6 +211,7 @@ class ExecutorHost:
             rec = self._find(command_id)
             if rec is None:
                 return RuntimeStatus(command_id, RS.NOT_FOUND, R.UNKNOWN_COMMAND.value)
+            self._reveal(command_id)
             return rec.status()
 
     def events_since(self, cursor: int, *, limit: int = 1000) -> EventBatch:
@@ -204,10 +238,9 @@ class ExecutorHost:
             if not self._answering and self._parked:
                 self._answered.set()
 
-    def _step_aside(self, staged: list[CommandEvent]) -> None:
+    def _step_aside(self) -> None:
         """Journal what the step has done, and sleep without the lock until no answer is being
         made (or the step's yield budget is spent)."""
-        staged += self._staged
         self._flush()
         t0 = time.perf_counter()
         self._parked = True
@@ -229,6 +262,7 @@ class ExecutorHost:
             cid = command.command_id
             old = self._find(cid)
             if old is not None:
+                self._reveal(cid)
                 if old.command is None or old.digest == command.digest:
                     self._renew_on_resend(command)
                     return old.ack(duplicate=True)
@@ -240,6 +274,7 @@ class ExecutorHost:
                 return Ack(cid, False, RS.REJECTED, f"{R.INVALID_COMMAND}: " + "; ".join(
                     f"{f} {m}" for f, m in problems))
             now = self.clock.monotonic()
+            first = len(self._staged)  # this submit's events are staged after ``first``
             refusal = self._refusal(command, start_budget_ms)
             executor: Executor | None = None
             if refusal is None:
@@ -261,9 +296,8 @@ class ExecutorHost:
                                           None if lease is None else now + lease)
                 for res in command.resources:
                     self._holders[res] = cid
-                self._dirty[cid] = rec
             try:
-                self._flush()
+                self._flush_own(rec, first)
             except BaseException:
                 self._forget_unjournaled(cid)
                 raise
@@ -327,6 +361,7 @@ class ExecutorHost:
         event. A cancel for an id never seen burns the id (a late dispatch of it never runs)."""
         with self._lock:
             self._check_open()
+            self._reveal(command_id)
             if epoch is not None and epoch < self._epoch:
                 rec = self._find(command_id)
                 return Ack(command_id, False, RS.NOT_FOUND if rec is None else rec.state,
@@ -360,6 +395,7 @@ class ExecutorHost:
         with self._lock:
             self._check_open()
             ids = list(self._active) if command_ids is None else list(command_ids)
+            self._reveal(*ids)
             if epoch is not None and epoch < self._epoch:
                 return HeartbeatResult(self._epoch, False, f"{R.STALE_EPOCH}: heartbeat from "
                                        f"epoch {epoch}, the runtime is at epoch {self._epoch}")
@@ -391,20 +427,32 @@ class ExecutorHost:
                 self._merger.reset(obs)
             return obs
 
-    def step(self) -> StepResult:
-        """One control step: protect, step executors, merge, journal, step the backend."""
+    def step(self, *, plan_on: PlanOn | None = None) -> StepResult:
+        """One control step: protect, step executors, merge, journal, step the backend.
+
+        ``plan_on``: run the bookkeeping part (everything but the backend's step) through it:
+        the runtime server hands it to its I/O thread (:meth:`Broker.inline
+        <runtime_bridge.zmq.broker.Broker.inline>`), which then answers the requests that
+        arrive during the step between two commands, on its own thread (see :class:`GiveWay`)."""
         if self._observation is None:
             self.reset()
         with self._step_lock:
-            self._yield_left = self.YIELD_SHARE * self.backend.control_period_s
+            plan = self._plan(None) if plan_on is None else plan_on(self._plan)
+            return self._advance(plan)
+
+    def _plan(self, give_way: GiveWay | None) -> _Plan:
+        """Protect, step the executors, merge and settle, journal: the step up to the backend."""
+        self._yield_left = self.YIELD_SHARE * self.backend.control_period_s
+        self._give_way = give_way
+        try:
             with self._lock:
                 self._check_open()
                 now = self.clock.monotonic()
                 obs = self._observation
-                assert obs is not None  # set by reset() above
+                assert obs is not None  # set by reset() in step()
+                self._collected = []
                 self._protect(now)
-                staged: list[CommandEvent] = []
-                stepped = self._step_executors(now, obs, staged)
+                stepped = self._step_executors(now, obs)
                 outputs = [(cid, out) for live, cid, out in stepped
                            if self._active.get(cid) is live]
                 merged = self._merger.merge([(cid, out.action) for cid, out in outputs])
@@ -414,30 +462,36 @@ class ExecutorHost:
                     live = self._active.get(cid)
                     if live is not None:
                         self._settle(live, out, refused.get(cid))
-                    shared = self._share(shared, staged)
-                staged += self._staged
-                events = tuple(staged)
+                    shared = self._share(shared)
                 self._flush()
-            try:
-                obs = self.backend.step(merged.action)
-            except Exception as exc:
-                ended = isinstance(exc, BridgeError) and exc.code == "EPISODES_DONE"
-                with self._lock:
-                    for live in list(self._active.values()):
-                        if live.started_at is not None:
-                            self._finish(live, RS.ABORTED, f"{R.EPISODE_ENDED}: {exc}" if ended
-                                         else f"{R.BACKEND_ERROR}: {exc}", EventKind.ABORTED)
-                    self._flush()
-                raise BridgeError("BACKEND_ERROR", f"the backend failed a step: {exc}",
-                                  fix="check the simulator / robot; running commands were "
-                                  "aborted") from exc
+                return _Plan(now, merged.action, tuple(self._collected))
+        finally:
+            self._give_way = None
+            self._collected = None
+
+    def _advance(self, plan: _Plan) -> StepResult:
+        """Step the backend with the planned action; take its observation."""
+        try:
+            obs = self.backend.step(plan.action)
+        except Exception as exc:
+            ended = isinstance(exc, BridgeError) and exc.code == "EPISODES_DONE"
             with self._lock:
-                self._observation = obs
-                if obs.reset:
-                    events += self._episode_ended(obs)
-                if now - self._last_purge >= self.config.purge_interval_s:
-                    self._purge(now)
-            return StepResult(merged.action, obs, events)
+                for live in list(self._active.values()):
+                    if live.started_at is not None:
+                        self._finish(live, RS.ABORTED, f"{R.EPISODE_ENDED}: {exc}" if ended
+                                     else f"{R.BACKEND_ERROR}: {exc}", EventKind.ABORTED)
+                self._flush()
+            raise BridgeError("BACKEND_ERROR", f"the backend failed a step: {exc}",
+                              fix="check the simulator / robot; running commands were "
+                              "aborted") from exc
+        events = plan.events
+        with self._lock:
+            self._observation = obs
+            if obs.reset:
+                events += self._episode_ended(obs)
+            if plan.now - self._last_purge >= self.config.purge_interval_s:
+                self._purge(plan.now)
+        return StepResult(plan.action, obs, events)
 
     def _episode_ended(self, obs: Observation) -> tuple[CommandEvent, ...]:
         """A step answered with the first observation of a new episode (a GenManip server ends
@@ -492,27 +546,44 @@ class ExecutorHost:
             self._finish(live, RS.STOPPED, f"{R.STOP_FORCED}: request_stop raised {exc!r}",
                          EventKind.STOPPED, {"held": True})
 
-    def _share(self, since: float, staged: list[CommandEvent]) -> float:
-        """Inside a long step, every ``SHARE_S`` and only when another thread waits for the
-        lock: journal what is done, and let that submit, cancel or query in before going on."""
+    def _share(self, since: float) -> float:
+        """Between two commands of a step. With a :class:`GiveWay`, every ``LOOK_S``: answer
+        the requests waiting, here and now, or else offer the CPU. Otherwise, when an answer is
+        being made, step aside; and every ``SHARE_S``, when another thread waits for the lock,
+        journal what is done and let that submit, cancel or query in before going on."""
+        give_way = self._give_way
+        if give_way is not None:
+            now = time.perf_counter()
+            if now - since < self.LOOK_S:
+                return since
+            if self._yield_left <= 0 or not give_way.pending():
+                os.sched_yield()
+                return time.perf_counter()
+            while True:
+                give_way.answer()
+                spent = time.perf_counter() - now
+                if spent >= self._yield_left or not give_way.pending():
+                    break
+            self._yield_left -= spent
+            self._check_open()
+            return time.perf_counter()
         if self._answering and self._yield_left > 0:
-            self._step_aside(staged)
+            self._step_aside()
             return time.perf_counter()
         now = time.perf_counter()
         if now - since < self.SHARE_S or not self._lock.contended:
             return since
-        staged += self._staged
         self._flush()
         self._lock.share()
         self._check_open()
         return time.perf_counter()
 
-    def _step_executors(self, now: float, obs: Observation, staged: list[CommandEvent]
+    def _step_executors(self, now: float, obs: Observation
                         ) -> list[tuple[_Live, str, ExecutorStep]]:
         outputs: list[tuple[_Live, str, ExecutorStep]] = []
         shared = time.perf_counter()
         for cid, live in list(self._active.items()):
-            shared = self._share(shared, staged)
+            shared = self._share(shared)
             if self._active.get(cid) is not live:  # ended while the lock was shared
                 continue
             if live.started_at is None:
@@ -598,6 +669,30 @@ class ExecutorHost:
             self._epoch = epoch
             self._meta["epoch"] = str(epoch)
 
+    def _reveal(self, *command_ids: str) -> None:
+        """Before an answer tells of these commands: journal what is not yet (a step answering
+        between two commands has changes of its own in hand)."""
+        if any(cid in self._dirty for cid in command_ids):
+            self._flush()
+
+    def _flush_own(self, rec: RuntimeRecord, first: int) -> None:
+        """Journal a new command's record (and the meta) alone, and let out the events staged
+        for it after ``first``: an answer about it needs nothing else journaled, so a submit
+        answered inside a step does not wait for the step's own changes. When the submit changed
+        another command too (it preempted one), everything in hand is journaled."""
+        cid = rec.command_id
+        if any(event.command_id != cid for event in self._staged[first:]):
+            self._dirty[cid] = rec
+            self._flush()
+            return
+        self._journal.write([rec], self._meta)
+        self._meta = {}
+        self._dirty.pop(cid, None)
+        for event in self._staged[first:]:
+            self._log_index += 1
+            self._log.append((self._log_index, event))
+        del self._staged[first:]
+
     def _flush(self) -> None:
         """Journal the changes, then let the staged events out."""
         if self._dirty or self._meta:
@@ -607,6 +702,8 @@ class ExecutorHost:
         for event in self._staged:
             self._log_index += 1
             self._log.append((self._log_index, event))
+        if self._collected is not None:
+            self._collected += self._staged
         self._staged.clear()
 
     def _abort_unfinished(self) -> tuple[str, ...]:

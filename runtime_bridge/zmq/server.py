@@ -5,8 +5,14 @@ Threads and what each owns:
 - the **I/O thread** (a :class:`Broker` bound at ``bind``, or a :class:`ServiceWorker`
   connected to an external broker at ``connect``) owns the request socket and the telemetry
   PUB socket; it answers the ``manip`` service's requests by calling the host;
-- the **control thread** owns no socket: it steps the host every control period (holding when
-  idle) and hands robot state and progress to the publisher's latest-value store;
+- the **control thread** keeps the control period: every period it hands the step's
+  bookkeeping (protection, the executors, merging, journaling) to the broker's thread through
+  its own ``inproc`` socket (:meth:`Broker.inline`), steps the backend with the action that
+  comes back (holding when idle), and hands robot state and progress to the publisher's
+  latest-value store. The broker answers the requests that arrive meanwhile between two
+  commands of the step, on its own thread, so an answer never waits for the interpreter or a
+  lock held by a step. Served as a worker of an external broker, the control thread runs the
+  whole step itself (the host's lock and ``answering`` keep answers first there);
 - the **journal thread** (with a journal file) folds the journal's append log into SQLite and
   checkpoints SQLite's write-ahead log, so neither an answer nor a control step waits for a
   SQLite transaction or a sync to disk.
@@ -27,7 +33,7 @@ import zmq
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError
 from harness_bt.executor import ExecutorFactory
-from runtime_bridge.host import Backend, ExecutorHost, HostConfig, StepResult
+from runtime_bridge.host import Backend, ExecutorHost, HostConfig, PlanOn, StepResult
 from runtime_bridge.journal_log import LoggedRuntimeJournal
 from runtime_bridge.zmq.broker import Broker, BrokerConfig
 from runtime_bridge.zmq.observations import observation_to_telemetry
@@ -142,12 +148,22 @@ class RuntimeServer:
                 log.warning("the journal thread could not fold or checkpoint: %s", exc)
 
     def _control_loop(self) -> None:
+        # With its own broker, the step's bookkeeping runs on the broker's thread, which
+        # answers requests between two commands of it; the backend steps here.
+        caller = self._io.inline() if isinstance(self._io, Broker) else None
+        try:
+            self._control_steps(None if caller is None else caller.call)
+        finally:
+            if caller is not None:
+                caller.close()
+
+    def _control_steps(self, plan_on: PlanOn | None) -> None:
         period = self.backend.control_period_s
         next_at = self.clock.monotonic()
         while not self._stop.is_set():
             if self.config.step_when_idle or self.host.active():
                 try:
-                    self._publish(self.host.step())
+                    self._publish(self.host.step(plan_on=plan_on))
                 except BridgeError as exc:
                     if exc.code != "BACKEND_ERROR":
                         self._fail(exc)

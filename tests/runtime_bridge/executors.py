@@ -3,13 +3,15 @@
 ``factory`` builds them by skill name: ``move_to`` (params ``target`` [x, y, z], ``max_step``),
 ``wait`` (``steps``), ``never_stops`` (drives +x forever and ignores stop requests), ``grip``
 (``width``), ``abort_after`` (``steps``, ``reason``), ``explode`` (raises while stepping).
-Every executor's first step is counted in :data:`STARTS` and, when the environment names a
-file in ``HBT_EXEC_LOG``, appended to it, so a test can count executions across processes.
+Every executor's first step is counted in :data:`STARTS` (and the thread it ran on kept in
+:data:`STEPPED_ON`) and, when the environment names a file in ``HBT_EXEC_LOG``, appended to it,
+so a test can count executions across processes.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from typing import ClassVar
 
@@ -21,6 +23,7 @@ from harness_bt.ledger import Command
 from harness_bt.observation import Observation
 
 STARTS: Counter[str] = Counter()
+STEPPED_ON: dict[str, str] = {}  # command id -> the name of the thread its first step ran on
 RUNNING, DONE, STOPPED, ABORTED = (ExecutorStatus.RUNNING, ExecutorStatus.CONTROL_DONE,
                                    ExecutorStatus.STOPPED, ExecutorStatus.ABORTED)
 
@@ -36,6 +39,7 @@ class _Base:
     def step(self, observation: Observation) -> ExecutorStep:
         if self.steps == 0:
             STARTS[self.command.command_id] += 1
+            STEPPED_ON[self.command.command_id] = threading.current_thread().name
             path = os.environ.get("HBT_EXEC_LOG")
             if path:
                 with open(path, "a", encoding="utf-8") as fh:

@@ -428,3 +428,119 @@ def test_a_submit_that_cannot_be_journaled_never_runs_and_a_resend_is_judged_afr
     assert (ack.accepted, ack.duplicate) == (True, False)
     run(host, clock, 2)
     assert host.query("lost").state is RS.CONTROL_DONE and STARTS["lost"] == 1
+
+
+class _Queued:
+    """A give-way whose requests are callables queued by the test; ``answered`` collects what
+    they returned."""
+
+    def __init__(self, when=lambda: True) -> None:  # type: ignore[no-untyped-def]
+        self.queue: list = []
+        self.answered: list = []
+        self.when = when
+
+    def pending(self) -> bool:
+        return bool(self.queue) and self.when()
+
+    def answer(self) -> None:
+        self.answered.append(self.queue.pop(0)())
+
+
+class _WriteLog:
+    """Wraps a journal's ``write`` to keep the ids and states of each write, in order."""
+
+    def __init__(self, host: ExecutorHost) -> None:
+        self.writes: list[list[tuple[str, str]]] = []
+        inner = host._journal.write
+
+        def write(records, meta):  # type: ignore[no-untyped-def]
+            inner(records, meta)
+            self.writes.append([(r.command_id, r.state.value) for r in records])
+        host._journal.write = write  # type: ignore[method-assign]
+
+
+def test_a_step_planned_through_a_give_way_answers_a_submit_between_two_commands(
+        clock, backend, tmp_path):
+    gw = _Queued()
+
+    def dispatch_arrives(host, order):  # type: ignore[no-untyped-def]
+        gw.queue.append(lambda: order.append(
+            f"late {host.submit(command('late', 'wait', steps=0)).state.value}"))
+
+    host, order = _recording_host(backend, clock, tmp_path, dispatch_arrives)
+    host.LOOK_S = 0.0  # look at every command
+    host.submit(command("first", "record"))
+    host.submit(command("second", "record"))
+    log = _WriteLog(host)
+    clock.advance(DT)
+    events = host.step(plan_on=lambda plan: plan(gw)).events
+    assert order == ["first stepped", "late PENDING", "second stepped"]
+    # the submit journaled its own record only: the step's changes in hand were not its to wait
+    # for; the step journaled them all at its end, and reports all its events
+    assert log.writes[0] == [("late", "PENDING")]
+    assert sorted(log.writes[1]) == [("first", "CONTROL_DONE"), ("second", "CONTROL_DONE")]
+    assert [(e.command_id, str(e.kind)) for e in events] == [
+        ("first", "started"), ("second", "started"), ("first", "control_done"),
+        ("second", "control_done")]
+    assert host.query("late").state is RS.PENDING
+    host.close()
+
+
+def test_an_answer_inside_a_step_journals_what_it_tells_before_it_tells_it(
+        clock, backend, tmp_path):
+    host, _ = _recording_host(backend, clock, tmp_path, lambda host, order: None)
+    host.LOOK_S = 0.0
+    gw = _Queued(when=lambda: "first" not in host._active)  # once "first" has finished
+    gw.queue += [lambda: host.query("first").state, lambda: host.query("second").state]
+    host.submit(command("first", "record"))
+    host.submit(command("second", "record"))
+    log = _WriteLog(host)
+    clock.advance(DT)
+    events = host.step(plan_on=lambda plan: plan(gw)).events
+    # both queries came after "first" settled, before "second" did: the first one journaled
+    # the step's changes so far (a crash after the answer cannot take CONTROL_DONE back); the
+    # second had nothing new to journal
+    assert gw.answered == [RS.CONTROL_DONE, RS.RUNNING]
+    assert sorted(log.writes[0]) == [("first", "CONTROL_DONE"), ("second", "RUNNING")]
+    assert log.writes[1:] == [[("second", "CONTROL_DONE")]]
+    assert [(e.command_id, str(e.kind)) for e in events] == [  # none lost by the early flush
+        ("first", "started"), ("second", "started"), ("first", "control_done"),
+        ("second", "control_done")]
+    host.close()
+
+
+def test_a_step_answers_through_a_give_way_for_a_bounded_time_only(clock, backend, tmp_path):
+    import time
+
+    host, order = _recording_host(backend, clock, tmp_path, lambda host, order: None)
+    host.LOOK_S = 0.0
+    budget = host.YIELD_SHARE * backend.control_period_s
+    gw = _Queued()
+    gw.queue += [lambda: time.sleep(budget / 4)] * 100  # a flood of slow requests
+    for cid in ("first", "second", "third"):
+        host.submit(command(cid, "record"))
+    clock.advance(DT)
+    host.step(plan_on=lambda plan: plan(gw))
+    assert order == ["first stepped", "second stepped", "third stepped"]
+    assert 1 <= len(gw.answered) <= 4  # the budget's worth at most, then the step went on
+    assert host._yield_left <= 0
+    host.close()
+
+
+def test_a_submit_inside_a_step_that_preempts_a_command_journals_both(clock, backend, tmp_path):
+    host, _ = _recording_host(backend, clock, tmp_path, lambda host, order: None)
+    host.LOOK_S = 0.0
+    host.submit(command("old", "never_stops", resources=("arm",)))
+    clock.advance(DT)
+    host.step()
+    gw = _Queued()
+    gw.queue.append(lambda: host.submit(command("new", "wait", steps=0, resources=("arm",),
+                                                epoch=1)).state)
+    log = _WriteLog(host)
+    clock.advance(DT)
+    host.step(plan_on=lambda plan: plan(gw))
+    assert gw.answered == [RS.PENDING]
+    # the answer tells of "new" only, but the preemption it caused is journaled with it
+    assert sorted(log.writes[0]) == [("new", "PENDING"), ("old", "STOPPED")]
+    assert host.query("old").reason.startswith("EPOCH_PREEMPTED")
+    host.close()

@@ -17,7 +17,8 @@ from tests.runtime_bridge.executors import factory
 
 def test_exported_names_are_pinned():
     assert sorted(runtime_bridge.host.__all__) == [
-        "Backend", "EventBatch", "ExecutorHost", "HeartbeatResult", "HostConfig", "StepResult"]
+        "Backend", "EventBatch", "ExecutorHost", "GiveWay", "HeartbeatResult", "HostConfig",
+        "PlanOn", "StepResult"]
     assert sorted(runtime_bridge.zmq.__all__) == sorted([
         "PROTOCOL_VERSION", "Broker", "BrokerConfig", "BrokerPlugin", "FunctionService",
         "LazyPirateClient", "Limits", "Message", "MessageType", "RuntimeServer",

@@ -7,6 +7,7 @@ import time
 import pytest
 import zmq
 
+from harness_bt.errors import BridgeError
 from runtime_bridge.zmq import (
     Broker,
     BrokerConfig,
@@ -24,7 +25,7 @@ from runtime_bridge.zmq import (
     encode,
 )
 from runtime_bridge.zmq.wire import raise_for_error
-from tests.runtime_bridge.executors import STARTS, command
+from tests.runtime_bridge.executors import STARTS, STEPPED_ON, command
 from tests.runtime_bridge.zmq.conftest import LOOPBACK
 
 MT = MessageType
@@ -178,8 +179,20 @@ def test_the_runtime_can_serve_as_a_worker_of_an_external_broker(zctx, broker, t
         assert bridge.dispatch(command("via-worker", "wait", steps=1)).accepted
         wait_for(lambda: bridge.query("via-worker").state.finished)
         assert STARTS["via-worker"] == 1
+        # a worker's socket talks to the external broker only: its control thread steps
+        assert STEPPED_ON["via-worker"] == "harness-control"
     finally:
         server.stop()
+
+
+def test_with_its_own_broker_the_runtime_steps_its_commands_on_the_broker_thread(
+        start_server, make_bridge):
+    server = start_server(lease_s=None)
+    bridge = make_bridge(server.endpoints["bind"], telemetry="")
+    assert bridge.dispatch(command("inline", "wait", steps=2)).accepted
+    wait_for(lambda: bridge.query("inline").state.finished)
+    assert STARTS["inline"] == 1
+    assert STEPPED_ON["inline"] == "harness-broker"  # answers and steps share one thread
 
 
 def test_a_burst_larger_than_one_drain_loses_nothing(zctx, raw_socket):
@@ -241,3 +254,78 @@ def test_a_guard_wraps_each_request_the_broker_or_a_worker_answers(zctx, client,
         local.close()
         w.stop()
         b.stop()
+
+
+def test_inline_work_runs_on_the_broker_thread_and_answers_requests_inside_it(zctx):
+    import threading
+
+    b = Broker(BrokerConfig(bind=f"{LOOPBACK}:*"), context=zctx,
+               services=[FunctionService("echo", lambda req: dict(req.body))])
+    b.start()
+    caller = b.inline()
+    client = LazyPirateClient(b.endpoint, context=zctx, timeout_s=5.0, retries=1)
+    replies: list[dict] = []
+
+    def ask() -> None:  # a client of its own: a client belongs to one thread
+        other = LazyPirateClient(b.endpoint, context=zctx, timeout_s=5.0, retries=1)
+        try:
+            replies.append(dict(call(other, "echo", n=7).body))
+        finally:
+            other.close()
+
+    asker = threading.Thread(target=ask)
+
+    def work(give_way):  # type: ignore[no-untyped-def]
+        asker.start()  # the request arrives while this work runs on the broker's thread
+        deadline = time.monotonic() + 5.0
+        while not give_way.pending():
+            assert time.monotonic() < deadline, "the request never arrived"
+            time.sleep(0.001)
+        give_way.answer()
+        return threading.current_thread().name
+
+    try:
+        assert caller.call(work) == "harness-broker"
+        asker.join(5.0)
+        assert replies == [{"n": 7}]  # answered from inside the work
+        with pytest.raises(ValueError, match="raised on the broker's thread"):
+            caller.call(lambda gw: (_ for _ in ()).throw(ValueError(
+                "raised on the broker's thread")))
+        assert caller.call(lambda gw: gw.pending()) is False  # the broker still serves
+        assert call(client, "echo", n=8).body == {"n": 8}
+    finally:
+        client.close()
+        caller.close()
+        b.stop()
+
+
+def test_inline_needs_a_running_broker_and_a_network_peer_cannot_pose_as_a_caller(
+        zctx, raw_socket):
+    b = Broker(BrokerConfig(bind=f"{LOOPBACK}:*"), context=zctx,
+               services=[FunctionService("echo", lambda req: dict(req.body))])
+    with pytest.raises(BridgeError, match="inline\\(\\) needs a started broker"):
+        b.inline()
+    b.start()
+    ran: list[bool] = []
+    caller = b.inline()
+    try:
+        # a peer whose routing id looks like a caller's (without the broker's secret) is an
+        # ordinary client: its message is answered as a request, no inline work runs
+        poser = zctx.socket(zmq.DEALER)
+        poser.setsockopt(zmq.LINGER, 0)
+        poser.setsockopt(zmq.ROUTING_ID, b"hbt-inline-" + b"\x01" * 16 + b"-0")
+        poser.connect(b.endpoint)
+        try:
+            poser.send_multipart(encode(Message(MT.REQUEST, 1, "echo", body={"i": 1})))
+            assert poser.poll(2000)
+            assert decode(poser.recv_multipart()).body == {"i": 1}
+        finally:
+            poser.close(0)
+        assert ran == []
+        assert caller.call(lambda gw: ran.append(True) or 5) == 5
+    finally:
+        b.stop()
+    with pytest.raises(BridgeError, match="the broker stopped before it ran the work"):
+        caller.call(lambda gw: ran.append(False))
+    caller.close()
+    assert ran == [True]
