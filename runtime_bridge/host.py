@@ -681,16 +681,15 @@ class ExecutorHost:
         answered inside a step does not wait for the step's own changes. When the submit changed
         another command too (it preempted one), everything in hand is journaled."""
         cid = rec.command_id
-        if any(event.command_id != cid for event in self._staged[first:]):
+        own = self._staged[first:]
+        if any(event.command_id != cid for event in own):
             self._dirty[cid] = rec
             self._flush()
             return
         self._journal.write([rec], self._meta)
         self._meta = {}
         self._dirty.pop(cid, None)
-        for event in self._staged[first:]:
-            self._log_index += 1
-            self._log.append((self._log_index, event))
+        self._let_out(own)
         del self._staged[first:]
 
     def _flush(self) -> None:
@@ -699,12 +698,16 @@ class ExecutorHost:
             self._journal.write(list(self._dirty.values()), self._meta)
             self._dirty.clear()
             self._meta = {}
-        for event in self._staged:
-            self._log_index += 1
-            self._log.append((self._log_index, event))
+        self._let_out(self._staged)
         if self._collected is not None:
             self._collected += self._staged
         self._staged.clear()
+
+    def _let_out(self, events: list[CommandEvent]) -> None:
+        """Append journaled events to the log ``events_since`` reads."""
+        for event in events:
+            self._log_index += 1
+            self._log.append((self._log_index, event))
 
     def _abort_unfinished(self) -> tuple[str, ...]:
         ids = []
