@@ -33,9 +33,9 @@ import sqlite3
 import struct
 import threading
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -53,6 +53,7 @@ _MAX_FRAME = 256 << 20
 _SEGMENT = re.compile(r"-hbtlog\.(\d{1,12})$")
 
 Row = tuple[Any, ...]
+T = TypeVar("T")
 
 
 def segments(path: str | os.PathLike[str]) -> list[Path]:
@@ -266,16 +267,18 @@ class LoggedRuntimeJournal:
             return self._db.meta(key)
 
     def unfinished(self) -> list[RuntimeRecord]:
+        return self._folded(lambda db: db.unfinished())
+
+    def purge(self, finished_before_wall: float) -> int:
+        # folded first: nothing purged may come back from a segment replayed later
+        return self._folded(lambda db: db.purge(finished_before_wall))
+
+    def _folded(self, use: Callable[[SqliteRuntimeJournal], T]) -> T:
+        """Fold what is written, then ``use`` SQLite, which then holds every record."""
         with self._fold_lock:
             self._fold()
             with self._db_lock:
-                return self._db.unfinished()
-
-    def purge(self, finished_before_wall: float) -> int:
-        with self._fold_lock:  # nothing purged may come back from a segment replayed later
-            self._fold()
-            with self._db_lock:
-                return self._db.purge(finished_before_wall)
+                return use(self._db)
 
     def fold(self) -> int:
         """Move the rows written since the last fold into SQLite (one transaction) and delete
@@ -320,10 +323,7 @@ class LoggedRuntimeJournal:
         return self._db.checkpoint()
 
     def command_ids(self) -> list[str]:
-        with self._fold_lock:
-            self._fold()
-            with self._db_lock:
-                return self._db.command_ids()
+        return self._folded(lambda db: db.command_ids())
 
     def close(self) -> None:
         """Fold what is left, close SQLite and delete the (then empty) segment."""
