@@ -22,6 +22,8 @@ app = typer.Typer(help="The built-in PyBullet Franka simulator (GenManip-compati
 
 _CAMERA_HELP = ("camera spec, repeatable: NAME[:WxH][:eye=x,y,z][:target=x,y,z][:fov=deg]"
                 f"[:mount=wrist]; presets: {', '.join(CAMERA_PRESETS)}")
+_ARM_MESHES_HELP = ("simple: draw the Panda with its collision meshes (renders twice as fast); "
+                    "detailed: with its visual meshes. The physics is the same.")
 
 
 def _cameras(specs: list[str] | None, default: str) -> tuple[CameraSpec, ...]:
@@ -50,6 +52,7 @@ def serve(
                                            "harness runs use 90)."),
     render: str = typer.Option("all", help="all: every camera every step; round_robin: one "
                                "camera per step in turn."),
+    arm_meshes: str = typer.Option("simple", help=_ARM_MESHES_HELP),
     shm: bool = typer.Option(True, help="Offer the shared-memory fast path to harness-bt "
                              "clients on this host (segments under /dev/shm, removed on exit)."),
 ) -> None:
@@ -63,7 +66,7 @@ def serve(
         cameras=_cameras(camera, "front:640x480"),
         faults=FaultRates(nudge=fault_nudge, slip=fault_slip, occlude=fault_occlude,
                           drop=fault_drop, delay=fault_delay, delay_s=delay_s),
-        success_hold_steps=success_hold_steps, render=render,
+        success_hold_steps=success_hold_steps, render=render, arm_meshes=arm_meshes,
     )
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         typer.secho(f"warning: listening on {host} without --token: anyone who can reach the "
@@ -81,6 +84,7 @@ def snapshot(
     seed: int = typer.Option(0, help="Layout seed."),
     camera: list[str] = typer.Option(None, "--camera", help=_CAMERA_HELP),
     out: Path = typer.Option(Path("out/snapshot"), help="Directory for the PNG files."),
+    arm_meshes: str = typer.Option("simple", help=_ARM_MESHES_HELP),
 ) -> None:
     """Write each camera's RGB and depth of a task's first observation as PNG files."""
     from PIL import Image
@@ -90,7 +94,7 @@ def snapshot(
     cams = tuple(parse_camera_spec(s) for s in camera) if camera else (
         CAMERA_PRESETS["front"], CAMERA_PRESETS["wrist"])
     out.mkdir(parents=True, exist_ok=True)
-    with SimEnv(SimConfig(tasks=(task,), seed=seed, cameras=cams)) as env:
+    with SimEnv(SimConfig(tasks=(task,), seed=seed, cameras=cams, arm_meshes=arm_meshes)) as env:
         obs = env.reset()["obs"]
     for name, cam in obs["camera_data"].items():
         rgb_path = out / f"{name}_rgb.png"

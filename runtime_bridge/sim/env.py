@@ -52,7 +52,8 @@ class SimEnv:
         for name in self.config.tasks:
             self.tasks.get(name, where="SimConfig.tasks")
         self.book = book or EpisodeBook(self.config.tasks, self.config.episodes, self.config.seed)
-        self.scene = Scene(substeps=self.config.substeps, control_dt=self.config.control_dt)
+        self.scene = Scene(substeps=self.config.substeps, control_dt=self.config.control_dt,
+                           arm_meshes=self.config.arm_meshes)
         self.cameras = CameraRig(self.scene, self.config.cameras)
         self.episode: EpisodeSpec | None = None
         self.task: SimTask | None = None

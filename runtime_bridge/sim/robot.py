@@ -9,6 +9,9 @@ kinematic twin of the robot in its own PyBullet client; when IK fails the arm ho
 
 from __future__ import annotations
 
+import os
+import re
+import tempfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +21,8 @@ from pybullet_utils.bullet_client import BulletClient
 
 from runtime_bridge.sim.transforms import quat_angle, quat_mul, wxyz_to_xyzw, xyzw_to_wxyz
 
-__all__ = ["ARM_JOINTS", "FINGER_FORCE", "FINGER_FRICTION", "FINGER_JOINTS", "HOME", "TCP_LINK",
+__all__ = ["ARM_JOINTS", "ARM_MESHES", "FINGER_FORCE", "FINGER_FRICTION", "FINGER_JOINTS", "HOME",
+           "TCP_LINK",
            "IkResult", "PandaArm"]
 
 ARM_JOINTS = (0, 1, 2, 3, 4, 5, 6)
@@ -44,10 +48,34 @@ class IkResult:
     angle_error: float
 
 
-def _load_panda(client: BulletClient) -> int:
+#: How the Panda looks: ``simple`` draws each link with its collision mesh (about 3,400
+#: triangles in all), ``detailed`` with the visual meshes of ``pybullet_data`` (about 100,000).
+#: Software rendering pays per triangle, so ``simple`` renders a camera about twice as fast;
+#: the physics is the same either way (collisions always use the collision meshes).
+ARM_MESHES = ("simple", "detailed")
+
+
+def _simple_urdf() -> str:
+    """The Panda's URDF with every visual mesh replaced by that link's collision mesh, mesh
+    paths made absolute (so the text can live anywhere)."""
+    root = os.path.join(pybullet_data.getDataPath(), "franka_panda")
+    with open(os.path.join(root, "panda.urdf"), encoding="utf-8") as f:
+        text = f.read()
+    collision = os.path.join(root, "meshes", "collision") + os.sep
+    return re.sub(r"package://meshes/(?:visual|collision)/", lambda _: collision, text)
+
+
+def _load_panda(client: BulletClient, meshes: str = "simple") -> int:
     client.setAdditionalSearchPath(pybullet_data.getDataPath())
-    return client.loadURDF("franka_panda/panda.urdf", [0, 0, 0], useFixedBase=True,
-                           flags=pb.URDF_USE_INERTIA_FROM_FILE)
+    flags = pb.URDF_USE_INERTIA_FROM_FILE
+    if meshes == "detailed":
+        return client.loadURDF("franka_panda/panda.urdf", [0, 0, 0], useFixedBase=True,
+                               flags=flags)
+    with tempfile.TemporaryDirectory(prefix="hbt-panda-") as tmp:
+        path = os.path.join(tmp, "panda.urdf")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(_simple_urdf())
+        return client.loadURDF(path, [0, 0, 0], useFixedBase=True, flags=flags)
 
 
 class _Kinematics:
@@ -101,9 +129,9 @@ class PandaArm:
     ``commanded_tcp`` the TCP pose those joints put the hand at (FK of the target).
     """
 
-    def __init__(self, client: BulletClient) -> None:
+    def __init__(self, client: BulletClient, meshes: str = "simple") -> None:
         self.client = client
-        self.body = _load_panda(client)
+        self.body = _load_panda(client, meshes)
         self.kin = _Kinematics()
         for link in (*FINGER_JOINTS,):
             client.changeDynamics(self.body, link, lateralFriction=FINGER_FRICTION,

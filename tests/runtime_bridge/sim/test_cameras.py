@@ -10,7 +10,7 @@ import pytest
 
 from harness_bt.errors import DefinitionError
 from runtime_bridge.sim.cameras import linearise_depth
-from runtime_bridge.sim.config import parse_camera_spec
+from runtime_bridge.sim.config import SimConfig, parse_camera_spec
 from runtime_bridge.sim.env import SimEnv
 from runtime_bridge.sim.scene import CUBE_HALF
 from runtime_bridge.sim.transforms import rotation_matrix_wxyz
@@ -81,3 +81,50 @@ def test_bad_camera_specs_say_what_to_write(spec: str, match: str) -> None:
 def test_camera_specs_set_resolution_and_pose() -> None:
     spec = parse_camera_spec("side2:320x240:eye=0.5,-1,0.6:target=0.5,0,0:fov=45")
     assert (spec.width, spec.height, spec.eye, spec.fov_deg) == (320, 240, (0.5, -1.0, 0.6), 45.0)
+
+
+def _arm_meshes(env: SimEnv) -> set[str]:
+    c, arm = env.scene.client, env.scene.arm.body
+    return {row[4].decode().replace("\\", "/").rsplit("/meshes/", 1)[-1]
+            for row in c.getVisualShapeData(arm)}
+
+
+def test_the_simple_arm_is_drawn_with_its_collision_meshes_and_moves_the_same(
+        make_env: Callable[..., SimEnv]) -> None:
+    simple = make_env(cameras=CAMERAS[:1])
+    detailed = make_env(cameras=CAMERAS[:1], arm_meshes="detailed")
+    assert {m.split("/")[0] for m in _arm_meshes(simple)} == {"collision"}
+    assert "visual/link1.obj" in _arm_meshes(detailed)
+    for env in (simple, detailed):
+        env.reset()
+    for _ in range(15):  # the physics uses the collision meshes either way
+        move = ([0.0, 0.0, -0.01], [1.0, 0, 0, 0], [0.04, 0.04])
+        a, b = simple.step({"control_type": "ee_pose", "action": move})["obs"], \
+            detailed.step({"control_type": "ee_pose", "action": move})["obs"]
+    np.testing.assert_array_equal(a["joint_position_state"], b["joint_position_state"])
+    np.testing.assert_array_equal(a["camera_data"]["front"]["p"], b["camera_data"]["front"]["p"])
+    # the two arms look alike: the coarse hulls move few pixels of the whole frame
+    differ = (a["camera_data"]["front"]["rgb"] != b["camera_data"]["front"]["rgb"]).any(axis=2)
+    assert 0 < differ.mean() < 0.05
+
+
+def test_the_floor_is_laid_after_the_objects_of_every_episode(
+        make_env: Callable[..., SimEnv], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The renderer draws in creation order (body ids are reused, so they do not tell)."""
+    env = make_env(tasks=("pick_and_place",), episodes=2, num_steps=1)
+    env.reset()
+    client, made = env.scene.client, []
+    for name in ("loadURDF", "createMultiBody"):
+        real = getattr(client, name)
+        monkeypatch.setattr(client, name, lambda *a, _n=name, _f=real, **k: (
+            made.append(a[0] if _n == "loadURDF" else _n), _f(*a, **k))[1])
+    env.step({"control_type": "ee_pose", "action": ([0, 0, 0], [1.0, 0, 0, 0], [0.04, 0.04])})
+    assert len(made) == 1 + len(env.scene.objects)  # the next episode's objects, then the floor
+    assert made[-1] == "plane.urdf" and "plane.urdf" not in made[:-1]
+    assert client.getNumBodies() == 3 + len(env.scene.objects)  # floor, table, arm, objects
+
+
+def test_an_unknown_arm_mesh_choice_says_what_to_write() -> None:
+    with pytest.raises(DefinitionError, match="arm_meshes='sketchy' must be 'simple' or "
+                                              "'detailed'"):
+        SimConfig(arm_meshes="sketchy")
