@@ -186,11 +186,14 @@ class Run:
             time.sleep(0.1)
         return []
 
-    def wait_for_start(self, k: int, timeout_s: float, *, prefix: str = "") -> bool:
+    def wait_for_start(self, k: int, timeout_s: float, *, prefix: str = "",
+                       running: Proc | None = None) -> bool:
         """Wait until the exec log shows ``k`` executor starts (of ids starting with
-        ``prefix``)."""
+        ``prefix``); False after ``timeout_s``, or as soon as ``running`` has exited."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
+            if running is not None and running.proc.poll() is not None:
+                return False
             starts = read_exec_log(self.exec_log)
             if sum(n for cid, n in starts.items() if cid.startswith(prefix)) >= k:
                 return True

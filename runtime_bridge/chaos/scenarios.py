@@ -246,19 +246,26 @@ def _harness_kill(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Conte
     return answer
 
 
-def _cut_mid_command(run: Run, endpoint: str, cut: Callable[[bool], None]
-                     ) -> tuple[Proc, bool]:
+def _cut_mid_command(run: Run, endpoint: str, cut: Callable[[bool], None], *,
+                     until: Callable[[], bool] | None = None, tries: int = 1
+                     ) -> tuple[Proc, int]:
     """Start a harness; once executor ``kill_at`` runs, ``cut(True)`` for 2.5 leases, then
-    ``cut(False)``. Returns the harness and whether the cut happened."""
+    ``cut(False)``. With ``until``, cut again at each next executor start (at most ``tries``
+    cuts in all) until ``until()`` holds: a command may end before a lease runs out. Returns
+    the harness and how many cuts were made."""
     harness = run.start_harness(endpoint)
     w = run.workload
-    if not run.wait_for_start(w.kill_at, w.max_time_s):
-        return harness, False
-    time.sleep(w.settle_s)
-    cut(True)
-    time.sleep(2.5 * w.lease_ms / 1000.0)
-    cut(False)
-    return harness, True
+    at, cuts = w.kill_at, 0
+    while cuts < tries and run.wait_for_start(at, w.max_time_s, running=harness):
+        time.sleep(w.settle_s)
+        at = sum(read_exec_log(run.exec_log).values()) + 1  # the next command after this one
+        cut(True)
+        time.sleep(2.5 * w.lease_ms / 1000.0)
+        cut(False)
+        cuts += 1
+        if until is None or until():
+            break
+    return harness, cuts
 
 
 def _held_on_lease_expiry(run: Run) -> list[str]:
@@ -269,8 +276,11 @@ def _held_on_lease_expiry(run: Run) -> list[str]:
 def _partition(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                checks: dict[str, bool], details: dict[str, Any],
                ledgers: list[Path], telemetry: TelemetryFaultProxy) -> dict[str, Any]:
-    harness, cut = _cut_mid_command(run, endpoint, proxy.partition)
-    if cut:
+    # a short command can end before its lease runs out; then the next one is cut
+    harness, cuts = _cut_mid_command(run, endpoint, proxy.partition, tries=3,
+                                     until=lambda: bool(_held_on_lease_expiry(run)))
+    details["partitions"] = cuts
+    if cuts:
         checks["held_on_lease_expiry"] = bool(_held_on_lease_expiry(run))
     return run.result(harness)
 
@@ -349,8 +359,8 @@ def _with_telemetry_faults(delay_s: float = 0.5, hold_s: float = 0.5,
 def _telemetry_silence(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,
                        checks: dict[str, bool], details: dict[str, Any],
                        ledgers: list[Path], telemetry: TelemetryFaultProxy) -> dict[str, Any]:
-    harness, cut = _cut_mid_command(run, endpoint, telemetry.silence)
-    if cut:
+    harness, cuts = _cut_mid_command(run, endpoint, telemetry.silence)
+    if cuts:
         checks["telemetry_subscribed"] = telemetry.counts.subscriptions > 0
         checks["telemetry_silenced"] = telemetry.counts.silenced > 0
     else:

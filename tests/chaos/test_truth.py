@@ -60,3 +60,49 @@ def test_a_lifecycle_event_after_the_final_one_is_a_regression(tmp_path):
     truth = audit(runtime_journal=tmp_path / "rt.db", exec_log=tmp_path / "none.log",
                   ledgers=[])
     assert truth.regressions == ["runtime r: control_done (seq 2) then aborted (seq 3)"]
+
+
+class _Harness:
+    """A harness process stand-in that runs until told it exited."""
+
+    def __init__(self) -> None:
+        self.returncode: int | None = None
+        self.proc = self
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+
+def test_a_cut_is_made_again_on_the_next_command_until_it_bites(tmp_path):
+    """A command may end before its lease runs out: the partition then cuts the next one, up
+    to its tries, and stops cutting once the harness has exited."""
+    from runtime_bridge.chaos.processes import Run, Workload
+    from runtime_bridge.chaos.scenarios import _cut_mid_command
+
+    run = Run(Workload(task="t", backend="kinematic", lease_ms=0.0, settle_s=0.0, kill_at=2,
+                       max_time_s=0.5), tmp_path, seed=0)
+    log = run.exec_log
+    log.write_text("a 1 0.1\nb 1 0.2\n")
+    harness, cuts = _Harness(), []
+    run.start_harness = lambda endpoint: harness  # type: ignore[method-assign]
+
+    def bites_at(n: int):
+        def until() -> bool:
+            if len(cuts) >= 2 * n:
+                return True
+            with log.open("a") as f:  # it did not: the harness goes on to its next command
+                f.write(f"c{len(cuts)} 1 0.3\n")
+            return False
+        return until
+
+    got, made = _cut_mid_command(run, "tcp://x", cuts.append, tries=5, until=bites_at(2))
+    assert got is harness and made == 2 and cuts == [True, False, True, False]
+
+    cuts.clear()
+    got, made = _cut_mid_command(run, "tcp://x", cuts.append, tries=3, until=bites_at(9))
+    assert made == 3 and cuts == [True, False] * 3  # at most its tries
+
+    cuts.clear()
+    harness.returncode = 0  # the task ended: nothing left to cut
+    got, made = _cut_mid_command(run, "tcp://x", cuts.append, tries=3, until=bites_at(9))
+    assert made == 0 and cuts == []
