@@ -11,11 +11,13 @@ Shared by the in-process runtime and the ZeroMQ runtime server. The host
   what nobody drives), steps the :class:`Backend`, and reports starts, progress, control done,
   aborts and stops as :class:`CommandEvent` with a per-command increasing ``seq``;
 - protects locally: each command holds a lease renewed by ``heartbeat``; a lease that runs out
-  stops the command's executor at the next step (its parts are held in that same step) with
-  reason ``LEASE_EXPIRED``, without waiting for the harness. Control epochs fence: a newer
-  epoch takes over, commands, cancels and heartbeats from an older one are refused, and a
-  newer epoch's command that needs a resource held by an older epoch's command preempts it
-  (held at once, reason ``EPOCH_PREEMPTED``) instead of waiting out its lease;
+  before the next step stops the command's executor at this one (its parts are held in that
+  same step) with reason ``LEASE_EXPIRED``, without waiting for the harness: an action holds
+  for a whole control period, so the last one a lease allows is the one sent before it ends.
+  Control epochs fence: a newer epoch takes over, commands, cancels and heartbeats from an
+  older one are refused, and a newer epoch's command that needs a resource held by an older
+  epoch's command preempts it (held at once, reason ``EPOCH_PREEMPTED``) instead of waiting
+  out its lease;
 - journals every change before it acts on it or answers about it, so a restarted host answers
   for everything it acknowledged, and reports what was active when it died as ABORTED with
   reason ``RUNTIME_RESTARTED``, never running it again.
@@ -510,15 +512,18 @@ class ExecutorHost:
         return ended
 
     def _protect(self, now: float) -> None:
+        # the action of this step holds until the next one: a lease that ends before then ends
+        # the command now, rather than let the robot move on an expired lease for a period
+        lease_end = now + self.backend.control_period_s
         for live in list(self._active.values()):
             rec = live.record
             if live.started_at is None:
                 if now >= live.start_deadline:
                     self._finish(live, RS.REJECTED, f"{R.EXPIRED_COMMAND}: the start budget "
                                  "ran out before it could start", EventKind.REJECTED)
-                elif live.lease_deadline is not None and now >= live.lease_deadline:
+                elif live.lease_deadline is not None and lease_end > live.lease_deadline:
                     self._finish(live, RS.REJECTED, R.LEASE_EXPIRED.value, EventKind.REJECTED)
-            elif live.lease_deadline is not None and now >= live.lease_deadline:
+            elif live.lease_deadline is not None and lease_end > live.lease_deadline:
                 self._hold(live, R.LEASE_EXPIRED.value, now - live.lease_deadline)
             elif rec.state is RS.STOPPING:
                 if live.stop_deadline is not None and now >= live.stop_deadline:

@@ -140,6 +140,28 @@ def test_lease_expiry_holds_within_one_control_period(make_host, clock, backend)
     assert backend.position[0] == pytest.approx(moved + 0.001 * held_from)
 
 
+def test_the_last_action_a_lease_allows_is_the_one_sent_before_it_ends(make_host, clock):
+    """An action holds until the next step: a lease ending before then ends the command at this
+    step, so the robot never moves on an expired lease; a late step holds at once."""
+    host = make_host(lease_s=0.21)  # submitted at t = 0; steps at t = k / 30 s
+    host.submit(command("ns", "never_stops"))
+    run(host, clock, 5)  # t = 0.167: its action lasts until 0.2, inside the lease
+    assert host.query("ns").state is RS.RUNNING
+    held = run(host, clock, 1)[0]  # t = 0.2: an action now would last until 0.233
+    status = host.query("ns")
+    assert (status.state, status.reason) == (RS.STOPPED, "LEASE_EXPIRED")
+    assert held.action["action"][:2] == HOLD_ARM
+    assert status.events[-1].data == {"held": True, "protection_latency_s": 0.0}
+
+    host.submit(command("late", "never_stops"))  # lease until t + 0.21
+    run(host, clock, 1)  # t + 1/30: started
+    clock.advance(0.3)  # the loop fell behind: the next step comes after the lease ended
+    host.step()
+    stop = host.query("late").events[-1]
+    # recorded to the microsecond
+    assert stop.data["protection_latency_s"] == pytest.approx(DT + 0.3 - 0.21, abs=1e-6)
+
+
 def test_heartbeats_keep_a_lease_alive(make_host, clock):
     host = make_host(lease_s=0.2)
     host.submit(command("hb", "never_stops"))
