@@ -9,7 +9,8 @@
   applied entry that leaves SUCCEEDED / FAILED / CANCELED / REJECTED), or in the runtime's
   record (a lifecycle event after its final one).
 - **protection latency**: for each command the runtime held because its lease ran out, the time
-  from the lease's expiry to the control step that held it (recorded by the runtime's host).
+  from the lease's expiry to the control step that held it, 0 when that step came before the
+  expiry (recorded by the runtime's host).
 
 Journals are read from a consistent copy (SQLite backup), so a file left by a killed process is
 read as it was, and never changed.

@@ -11,7 +11,9 @@ Columns: runs; tasks completed; double executions (a command id whose executor s
 than once, from the runtime's exec log and journal); lost commands (dispatched by the harness,
 never recorded by the runtime, not ended REJECTED or reconciled); terminal regressions (a
 terminal state that later changed, in the harness's ledger history or the runtime's record);
-max protection latency (lease expiry to the runtime's hold); the row's own checks. The row
+max protection latency (lease expiry to the runtime's hold: a lease that ends before the next
+control step is held at this one, so a hold is late only when the control loop is); the row's
+own checks. The row
 ``none`` is the baseline measured in the same run. Targets: 0 / 0 / 0 in every row, every hold
 within one control period, >= 95 % of resumed runs complete, every row check holds.
 """
@@ -88,8 +90,8 @@ def _print_table(rows: list[dict[str, object]], period_s: float) -> None:
               f"{'-' if r['loop_p99_ms'] is None else r['loop_p99_ms']:>11} {r['checks']:>7} "
               f"{r['median_wall_s']!s:>10}  {r['targets']}")
     print(f"(one control period = {_ms(period_s)} ms; loop p99 = the runtime's real period "
-          "between control steps, 99th percentile, worst run: a hold takes effect at the next "
-          "step)")
+          "between control steps, 99th percentile, worst run: a lease that ends before the next "
+          "step is held at this one, so a hold is late only when a step is)")
 
 
 def main(argv: list[str] | None = None) -> int:
