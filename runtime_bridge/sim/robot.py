@@ -21,8 +21,7 @@ from pybullet_utils.bullet_client import BulletClient
 
 from runtime_bridge.sim.transforms import quat_angle, quat_mul, wxyz_to_xyzw, xyzw_to_wxyz
 
-__all__ = ["ARM_JOINTS", "ARM_MESHES", "FINGER_FORCE", "FINGER_FRICTION", "FINGER_JOINTS", "HOME",
-           "TCP_LINK",
+__all__ = ["ARM_JOINTS", "FINGER_FORCE", "FINGER_FRICTION", "FINGER_JOINTS", "HOME", "TCP_LINK",
            "IkResult", "PandaArm"]
 
 ARM_JOINTS = (0, 1, 2, 3, 4, 5, 6)
@@ -48,13 +47,6 @@ class IkResult:
     angle_error: float
 
 
-#: How the Panda looks: ``simple`` draws each link with its collision mesh (about 3,400
-#: triangles in all), ``detailed`` with the visual meshes of ``pybullet_data`` (about 100,000).
-#: Software rendering pays per triangle, so ``simple`` renders a camera about twice as fast;
-#: the physics is the same either way (collisions always use the collision meshes).
-ARM_MESHES = ("simple", "detailed")
-
-
 def _simple_urdf() -> str:
     """The Panda's URDF with every visual mesh replaced by that link's collision mesh, mesh
     paths made absolute (so the text can live anywhere)."""
@@ -66,6 +58,8 @@ def _simple_urdf() -> str:
 
 
 def _load_panda(client: BulletClient, meshes: str = "simple") -> int:
+    """The Panda, drawn (``meshes``, see :data:`~runtime_bridge.sim.config.ARM_MESHES`) with
+    its collision meshes or with the visual meshes of ``pybullet_data``."""
     client.setAdditionalSearchPath(pybullet_data.getDataPath())
     flags = pb.URDF_USE_INERTIA_FROM_FILE
     if meshes == "detailed":
