@@ -136,6 +136,8 @@ class ExecutorHost:
     SHARE_S = 0.0005
     LOOK_S = 0.0001
     YIELD_SHARE = 0.25
+    #: records per journal write when a step journals its changes giving way (about 0.05 ms)
+    FLUSH_CHUNK = 16
 
     def __init__(
         self,
@@ -465,6 +467,8 @@ class ExecutorHost:
                     if live is not None:
                         self._settle(live, out, refused.get(cid))
                     shared = self._share(shared)
+                if give_way is not None:
+                    self._flush_giving_way(shared)
                 self._flush()
                 return _Plan(now, merged.action, tuple(self._collected))
         finally:
@@ -696,6 +700,20 @@ class ExecutorHost:
         self._dirty.pop(cid, None)
         self._let_out(own)
         del self._staged[first:]
+
+    def _flush_giving_way(self, shared: float) -> None:
+        """Journal the step's changes a few records at a time, giving way between two writes:
+        one write of a hundred records is a third of a millisecond no request could break into.
+        Each record's row is whole in one write; the staged events go out afterwards, in
+        :meth:`_flush`, once all of them are journaled (an answer in between that reports a
+        record still in hand journals the rest first, as anywhere in a step)."""
+        while len(self._dirty) > self.FLUSH_CHUNK:
+            ids = list(itertools.islice(self._dirty, self.FLUSH_CHUNK))
+            self._journal.write([self._dirty[cid] for cid in ids], self._meta)
+            self._meta = {}
+            for cid in ids:  # only once written: a failed write leaves them all in hand
+                del self._dirty[cid]
+            shared = self._share(shared)
 
     def _flush(self) -> None:
         """Journal the changes, then let the staged events out."""

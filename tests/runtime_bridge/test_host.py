@@ -566,3 +566,79 @@ def test_a_submit_inside_a_step_that_preempts_a_command_journals_both(clock, bac
     assert sorted(log.writes[0]) == [("new", "PENDING"), ("old", "STOPPED")]
     assert host.query("old").reason.startswith("EPOCH_PREEMPTED")
     host.close()
+
+
+def test_a_step_journals_many_changes_a_few_at_a_time_giving_way_between(
+        clock, backend, tmp_path):
+    host, _ = _recording_host(backend, clock, tmp_path, lambda host, order: None)
+    host.LOOK_S = 0.0
+    host.FLUSH_CHUNK = 2
+    ids = [f"c{i}" for i in range(5)]
+    for cid in ids:
+        host.submit(command(cid, "record"))
+    log = _WriteLog(host)
+    # a query between two writes, once the settling is over: it reports c4, still in hand
+    gw = _Queued(when=lambda: len(log.writes) == 1)
+    gw.queue.append(lambda: (host.events_since(0).events, host.query("c4").state,
+                             host.events_since(0).events))
+    clock.advance(DT)
+    events = host.step(plan_on=lambda plan: plan(gw)).events
+    # one write of two records, then the answer journaled the three in hand before it told
+    assert [len(w) for w in log.writes] == [2, 3]
+    assert {cid for w in log.writes for cid, _ in w} == set(ids)
+    assert all(state == "CONTROL_DONE" for w in log.writes for _, state in w)
+    before, state, after = gw.answered[0]
+    assert state is RS.CONTROL_DONE
+    # no event of the step went out before every record was journaled; then all of them did
+    assert [str(e.kind) for e in before] == []
+    assert [e.command_id for e in after if e.kind is EventKind.CONTROL_DONE] == ids
+    assert sorted((e.command_id, str(e.kind)) for e in events) == sorted(
+        [(cid, "started") for cid in ids] + [(cid, "control_done") for cid in ids])
+    host.close()
+
+
+def test_a_step_journals_its_changes_in_chunks_without_an_answer_too(clock, backend, tmp_path):
+    host, _ = _recording_host(backend, clock, tmp_path, lambda host, order: None)
+    host.FLUSH_CHUNK = 2
+    for i in range(5):
+        host.submit(command(f"c{i}", "record"))
+    log = _WriteLog(host)
+    clock.advance(DT)
+    host.step(plan_on=lambda plan: plan(_Queued()))
+    assert [len(w) for w in log.writes] == [2, 2, 1]
+    assert host.events_since(0).events[-1].kind is EventKind.CONTROL_DONE
+    log.writes.clear()
+    for i in range(5, 10):
+        host.submit(command(f"c{i}", "record"))
+    log.writes.clear()
+    clock.advance(DT)
+    host.step()  # no give-way (the threaded path): one write
+    assert [len(w) for w in log.writes] == [5]
+    host.close()
+
+
+def test_a_chunk_that_cannot_be_journaled_leaves_its_records_in_hand(clock, backend, tmp_path):
+    from harness_bt.errors import BridgeError
+
+    host, _ = _recording_host(backend, clock, tmp_path, lambda host, order: None)
+    host.FLUSH_CHUNK = 2
+    for i in range(5):
+        host.submit(command(f"c{i}", "record"))
+    inner, calls = host._journal.write, []
+
+    def second_fails(records, meta):  # type: ignore[no-untyped-def]
+        calls.append([r.command_id for r in records])
+        if len(calls) == 2:
+            raise BridgeError("JOURNAL_FAILED", "cannot append to the journal: disk full")
+        inner(records, meta)
+
+    host._journal.write = second_fails  # type: ignore[method-assign]
+    clock.advance(DT)
+    with pytest.raises(BridgeError, match="disk full"):
+        host.step(plan_on=lambda plan: plan(_Queued()))
+    assert sorted(host._dirty) == ["c2", "c3", "c4"]  # the first chunk alone was journaled
+    assert not host.events_since(0).events  # and nothing was told
+    host._journal.write = inner  # type: ignore[method-assign]
+    host._flush()
+    assert {host._journal.get(f"c{i}").state for i in range(5)} == {RS.CONTROL_DONE}
+    host.close()
