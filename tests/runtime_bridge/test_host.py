@@ -568,14 +568,20 @@ def test_a_submit_inside_a_step_that_preempts_a_command_journals_both(clock, bac
     host.close()
 
 
-def test_a_step_journals_many_changes_a_few_at_a_time_giving_way_between(
-        clock, backend, tmp_path):
+def _chunking_host(clock, backend, tmp_path, ids):  # type: ignore[no-untyped-def]
+    """A host journaling a step's changes two records per write, ``ids`` submitted."""
     host, _ = _recording_host(backend, clock, tmp_path, lambda host, order: None)
     host.LOOK_S = 0.0
     host.FLUSH_CHUNK = 2
-    ids = [f"c{i}" for i in range(5)]
     for cid in ids:
         host.submit(command(cid, "record"))
+    return host
+
+
+def test_a_step_journals_many_changes_a_few_at_a_time_giving_way_between(
+        clock, backend, tmp_path):
+    ids = [f"c{i}" for i in range(5)]
+    host = _chunking_host(clock, backend, tmp_path, ids)
     log = _WriteLog(host)
     # a query between two writes, once the settling is over: it reports c4, still in hand
     gw = _Queued(when=lambda: len(log.writes) == 1)
@@ -598,16 +604,12 @@ def test_a_step_journals_many_changes_a_few_at_a_time_giving_way_between(
 
 
 def test_a_step_journals_its_changes_in_chunks_without_an_answer_too(clock, backend, tmp_path):
-    host, _ = _recording_host(backend, clock, tmp_path, lambda host, order: None)
-    host.FLUSH_CHUNK = 2
-    for i in range(5):
-        host.submit(command(f"c{i}", "record"))
+    host = _chunking_host(clock, backend, tmp_path, [f"c{i}" for i in range(5)])
     log = _WriteLog(host)
     clock.advance(DT)
     host.step(plan_on=lambda plan: plan(_Queued()))
     assert [len(w) for w in log.writes] == [2, 2, 1]
     assert host.events_since(0).events[-1].kind is EventKind.CONTROL_DONE
-    log.writes.clear()
     for i in range(5, 10):
         host.submit(command(f"c{i}", "record"))
     log.writes.clear()
@@ -620,10 +622,7 @@ def test_a_step_journals_its_changes_in_chunks_without_an_answer_too(clock, back
 def test_a_chunk_that_cannot_be_journaled_leaves_its_records_in_hand(clock, backend, tmp_path):
     from harness_bt.errors import BridgeError
 
-    host, _ = _recording_host(backend, clock, tmp_path, lambda host, order: None)
-    host.FLUSH_CHUNK = 2
-    for i in range(5):
-        host.submit(command(f"c{i}", "record"))
+    host = _chunking_host(clock, backend, tmp_path, [f"c{i}" for i in range(5)])
     inner, calls = host._journal.write, []
 
     def second_fails(records, meta):  # type: ignore[no-untyped-def]
