@@ -181,8 +181,8 @@ class SimConfig:
     def __post_init__(self) -> None:
         if self.arm_meshes not in ARM_MESHES:
             raise DefinitionError("BAD_SIM_CONFIG", f"arm_meshes={self.arm_meshes!r} must be "
-                                  "'simple' or 'detailed'", fix="use arm_meshes='detailed' for "
-                                  "the Panda's visual meshes")
+                                  + " or ".join(map(repr, ARM_MESHES)),
+                                  fix="use arm_meshes='detailed' for the Panda's visual meshes")
         if self.render not in ("all", "round_robin"):
             raise DefinitionError("BAD_SIM_CONFIG", f"render={self.render!r} must be 'all' or "
                                   "'round_robin'", fix="use render='round_robin' to render one "

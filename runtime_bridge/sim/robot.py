@@ -9,6 +9,7 @@ kinematic twin of the robot in its own PyBullet client; when IK fails the arm ho
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tempfile
@@ -47,9 +48,11 @@ class IkResult:
     angle_error: float
 
 
+@functools.cache
 def _simple_urdf() -> str:
     """The Panda's URDF with every visual mesh replaced by that link's collision mesh, mesh
-    paths made absolute (so the text can live anywhere)."""
+    paths made absolute (so the text can live anywhere). Read once per process: every arm and
+    its kinematic twin load it."""
     root = os.path.join(pybullet_data.getDataPath(), "franka_panda")
     with open(os.path.join(root, "panda.urdf"), encoding="utf-8") as f:
         text = f.read()
