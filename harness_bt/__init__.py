@@ -8,15 +8,15 @@ change.
 """
 
 from harness_bt._version import __version__
-from harness_bt.bridge import RuntimeBridge
 from harness_bt.budget import Backoff, BreakerBoard, CircuitBreaker, Exhaustion, TaskBudget
 from harness_bt.clock import Clock, FakeClock, SimClock, SystemClock
-from harness_bt.context import Outcome, OutcomeKind
+from harness_bt.context import GuardContext, Outcome, OutcomeKind
 from harness_bt.errors import BridgeError, CommandError, DefinitionError, HarnessError
 from harness_bt.evaluation import EvaluationResult, EvaluatorRegistry
 from harness_bt.ledger import Ledger
-from harness_bt.phases import Compound, Final, GuardContext, On, Parallel, Phase, Task, on
-from harness_bt.runner import TaskResult, TaskRunner
+from harness_bt.phases import Compound, Final, On, Parallel, Phase, Task, on
+from harness_bt.run.runner import TaskResult, TaskRunner
+from harness_bt.runtime.bridge import RuntimeBridge
 from harness_bt.skill import Lifecycle, Postcondition, Skill, SkillContract, SkillRegistry
 from harness_bt.trace import Trace, TraceReader
 from harness_bt.world import WorldModel

@@ -18,19 +18,19 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from harness_bt.bridge import Ack, RuntimeBridge
 from harness_bt.budget import BreakerBoard, TaskBudget
 from harness_bt.clock import Clock
 from harness_bt.errors import BridgeError, HarnessError
 from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.ledger import CommandState, Ledger
+from harness_bt.runtime.bridge import Ack, RuntimeBridge
 from harness_bt.skill import SkillRegistry
 from harness_bt.world import WorldModel
 
 if TYPE_CHECKING:
     from harness_bt.trace import Trace
 
-__all__ = ["Blackboard", "Outcome", "OutcomeKind", "PhaseScope", "RunContext"]
+__all__ = ["Blackboard", "GuardContext", "Outcome", "OutcomeKind", "PhaseScope", "RunContext"]
 
 
 class OutcomeKind(str, Enum):
@@ -72,6 +72,15 @@ class Outcome:
             out["cause"] = self.cause.to_dict()
         return out
 
+
+@dataclass(frozen=True, slots=True)
+class GuardContext:
+    """What a transition guard sees: the outcome that raised the event, the run's blackboard
+    and a view of the world."""
+
+    outcome: Outcome
+    blackboard: Any
+    world: Any
 
 class Blackboard:
     """The run's key-value board. Writes are traced (key, writer, value summary)."""

@@ -17,8 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import Verdict
-from harness_bt.observation import Observation
-from harness_bt.registry import Registry
+from harness_bt.plugins import Registry
+from harness_bt.runtime.observation import Observation
 from harness_bt.skill import Postcondition
 from harness_bt.world import Pose, Relation, WorldView
 

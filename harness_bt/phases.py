@@ -28,7 +28,7 @@ from statemachine.exceptions import InvalidDefinition
 from statemachine.io import create_machine_class_from_definition
 
 from harness_bt.budget import TaskBudget
-from harness_bt.context import Outcome, OutcomeKind
+from harness_bt.context import GuardContext, Outcome, OutcomeKind
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.base import assign_paths
 from harness_bt.nodes.registry import NodeRegistry, build_tree, describe_tree
@@ -36,7 +36,6 @@ from harness_bt.nodes.registry import NodeRegistry, build_tree, describe_tree
 __all__ = [
     "Compound",
     "Final",
-    "GuardContext",
     "On",
     "Parallel",
     "Phase",
@@ -48,15 +47,6 @@ __all__ = [
 TreeSource = Callable[[], py_trees.behaviour.Behaviour] | Mapping[str, Any]
 OUTCOME_EVENTS = tuple(k.value for k in OutcomeKind)
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@dataclass(frozen=True, slots=True)
-class GuardContext:
-    """What a transition guard sees."""
-
-    outcome: Outcome
-    blackboard: Any
-    world: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,7 +270,7 @@ class Task:
                 if t.get("guard") is not None:
                     guard = guards.get(str(t["guard"]))
                     if guard is None:
-                        from harness_bt.registry import did_you_mean
+                        from harness_bt.plugins import did_you_mean
                         problems.append(f"{here}: unknown guard {t['guard']!r}; known: "
                                         f"{', '.join(sorted(guards)) or '(none)'}"
                                         f"{did_you_mean(str(t['guard']), list(guards))}")
@@ -387,7 +377,7 @@ class Task:
                     out.append(f"phase {spec.id!r}: transition {t!r} is not an On (use on())")
                     continue
                 if t.target not in ids:
-                    from harness_bt.registry import did_you_mean
+                    from harness_bt.plugins import did_you_mean
                     out.append(f"phase {spec.id!r}: transition on {t.event!r} targets unknown "
                                f"phase {t.target!r}{did_you_mean(t.target, ids)}")
                 if t.event == "done" and not isinstance(spec, Compound | Parallel):

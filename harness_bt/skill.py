@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness_bt.errors import DefinitionError
-from harness_bt.registry import Registry
+from harness_bt.plugins import Registry
 
 if TYPE_CHECKING:
     from harness_bt.world import WorldView

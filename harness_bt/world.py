@@ -26,7 +26,7 @@ from typing import Any
 
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import Command
-from harness_bt.observation import Observation
+from harness_bt.runtime.observation import Observation
 
 __all__ = [
     "ObjectUpdate",

@@ -3,5 +3,5 @@ PyBullet simulator, the in-process runtime, the ZeroMQ client / server / broker.
 
 :mod:`runtime_bridge.host` is the executor host every runtime shares; its seams are
 :class:`~runtime_bridge.host.Backend` (a robot or simulator) and
-:data:`~harness_bt.executor.ExecutorFactory` (the skills' executors).
+:data:`~harness_bt.runtime.executor.ExecutorFactory` (the skills' executors).
 """

@@ -38,12 +38,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from harness_bt.bridge import Ack, RuntimeState, RuntimeStatus
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError, HarnessError
-from harness_bt.executor import Executor, ExecutorFactory, ExecutorStatus, ExecutorStep
 from harness_bt.ledger import Command, CommandEvent, EventKind
-from harness_bt.observation import Observation
+from harness_bt.runtime.bridge import Ack, RuntimeState, RuntimeStatus
+from harness_bt.runtime.executor import Executor, ExecutorFactory, ExecutorStatus, ExecutorStep
+from harness_bt.runtime.observation import Observation
 from runtime_bridge.host_lock import HostLock
 from runtime_bridge.host_types import (
     EventBatch,

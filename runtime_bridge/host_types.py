@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness_bt.bridge import RuntimeState
 from harness_bt.errors import BridgeError
 from harness_bt.ledger import CommandEvent
-from harness_bt.observation import Observation
+from harness_bt.runtime.bridge import RuntimeState
+from harness_bt.runtime.observation import Observation
 
 __all__ = ["EventBatch", "GiveWay", "HeartbeatResult", "HostConfig", "StepResult"]
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from harness_bt.errors import BridgeError
-from harness_bt.observation import EePose, Observation
+from harness_bt.runtime.observation import EePose, Observation
 from runtime_bridge.merge import ARM_DOF, GRIPPER_DOF, GRIPPER_OPEN
 
 __all__ = ["KinematicBackend"]

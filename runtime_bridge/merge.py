@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from harness_bt.executor import ActionPart
-from harness_bt.observation import Observation
+from harness_bt.runtime.executor import ActionPart
+from harness_bt.runtime.observation import Observation
 
 __all__ = [
     "ARM_DOF",

@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
-from harness_bt.bridge import Ack, RuntimeState, RuntimeStatus
 from harness_bt.ledger import Command, CommandEvent, EventKind
+from harness_bt.runtime.bridge import Ack, RuntimeState, RuntimeStatus
 
 __all__ = ["RuntimeReason", "RuntimeRecord"]
 

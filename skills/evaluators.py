@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from harness_bt.evaluation import EvaluationResult, EvaluatorRegistry
-from harness_bt.observation import Observation
+from harness_bt.runtime.observation import Observation
 from harness_bt.skill import Postcondition
 from harness_bt.world import WorldObject, WorldView
 from skills.geometry import TABLE_Z, yaw_of

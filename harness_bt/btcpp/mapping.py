@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_bt.btcpp.elements import Element, snake
-from harness_bt.registry import did_you_mean
+from harness_bt.plugins import did_you_mean
 from harness_bt.spec.library import Registries
 from harness_bt.spec.problems import Problem
 from harness_bt.spec.source import DocPath, Document, Mark, format_path

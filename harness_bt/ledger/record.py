@@ -82,6 +82,12 @@ class CommandRecord:
     def terminal(self) -> bool:
         return self.state.terminal
 
+    @property
+    def restarted(self) -> bool:
+        """Whether a harness restart left this command open (the ledger journaled it open and
+        marked it UNKNOWN on reopening)."""
+        return any(h.op == "restart" for h in self.events)
+
     def start_budget_left_ms(self, now: float) -> float:
         """Start budget left at ``now``: what a forwarder passes on (it is never refreshed)."""
         return max(0.0, (self.start_deadline - now) * 1000.0)

@@ -26,7 +26,7 @@ from harness_bt.nodes.flow import (
 )
 from harness_bt.nodes.idioms import act_and_evaluate, recover
 from harness_bt.nodes.skill_action import SkillAction
-from harness_bt.registry import Registry, did_you_mean
+from harness_bt.plugins import Registry, did_you_mean
 
 __all__ = ["NodeRegistry", "NodeType", "build_tree", "describe_tree"]
 

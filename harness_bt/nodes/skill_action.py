@@ -13,7 +13,6 @@ from harness_bt.context import OutcomeKind
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import Command, CommandEvent, CommandRecord, CommandState, LedgerError
 from harness_bt.nodes.base import HarnessNode, NodeManifest, Port
-from harness_bt.reconcile import restarted
 from harness_bt.skill import SkillContract, validate_params
 from harness_bt.world import WorldSnapshot
 
@@ -25,7 +24,7 @@ _RETRYABLE_SUBMIT = {"STALE_WORLD", "EXPIRED_COMMAND", "STALE_EPOCH"}
 
 def _never_ran_before_restart(rec: CommandRecord) -> bool:
     return (rec.state is S.CANCELED and rec.started_at is None and not rec.control_done_seen
-            and restarted(rec))
+            and rec.restarted)
 
 
 class SkillAction(HarnessNode):
@@ -351,7 +350,7 @@ class SkillAction(HarnessNode):
                 rec.control_done_seen or rec.prior_state is S.EVALUATING):
             self.feedback_message = f"{state.value} after control done: to be evaluated"
             return Status.SUCCESS
-        if state is S.RECONCILING or (state is S.UNKNOWN and restarted(rec)):
+        if state is S.RECONCILING or (state is S.UNKNOWN and rec.restarted):
             # A restart left it open: the reconciler queries the runtime (and follows it while
             # it runs); its events settle it. Bounded by the skill's execution timeout.
             if self._waiting_since is None:

@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from harness_bt.context import GuardContext
 from harness_bt.errors import DefinitionError
 from harness_bt.expr import Expression, compile_expr, run_env
-from harness_bt.phases import GuardContext, Task
+from harness_bt.phases import Task
 from harness_bt.spec.expand import Expander
 from harness_bt.validate.check import Checked
 

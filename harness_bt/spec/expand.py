@@ -17,7 +17,7 @@ from typing import Any
 
 from harness_bt.expr import ExprError, compile_expr
 from harness_bt.nodes.base import NodeManifest, Port
-from harness_bt.registry import did_you_mean
+from harness_bt.plugins import did_you_mean
 from harness_bt.spec.library import Library
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, NodeModels, node_tag
 from harness_bt.spec.problems import Problem, Report, Severity

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness_bt.context import GuardContext
 from harness_bt.nodes.registry import NodeRegistry
-from harness_bt.phases import GuardContext
 from harness_bt.skill import SkillRegistry
 from harness_bt.spec.nodes import NodeModels
 from harness_bt.spec.problems import Problem, Report

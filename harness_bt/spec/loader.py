@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness_bt.context import GuardContext
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.registry import NodeRegistry
-from harness_bt.phases import GuardContext, Task
+from harness_bt.phases import Task
 from harness_bt.skill import SkillRegistry
 from harness_bt.spec.build import build, to_neutral
 from harness_bt.spec.dump import spec_to_data

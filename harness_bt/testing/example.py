@@ -302,8 +302,8 @@ def run_example(scenario: str = "clean", *, trace: str | None = None,
     finished :class:`~harness_bt.TaskRunner`."""
     from harness_bt.clock import FakeClock
     from harness_bt.errors import DefinitionError
-    from harness_bt.registry import did_you_mean
-    from harness_bt.runner import TaskRunner
+    from harness_bt.plugins import did_you_mean
+    from harness_bt.run.runner import TaskRunner
 
     clock = FakeClock()
     try:

@@ -1,6 +1,6 @@
 """An in-memory runtime for tests: scripted executors, a scripted scene, injected faults.
 
-:class:`FakeRuntime` implements :class:`~harness_bt.bridge.RuntimeBridge` for real: it keeps a
+:class:`FakeRuntime` implements :class:`~harness_bt.RuntimeBridge` for real: it keeps a
 record per command id (dispatch is idempotent), runs each command by its :class:`Script` on the
 injected clock (start delay, progress events, control done / aborted / silence / refusal),
 applies the script's *effect* to a :class:`FakeScene` when the control action finishes, emits one
@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from harness_bt.bridge import Ack, BridgeNotice, PollResult, RuntimeState, RuntimeStatus
 from harness_bt.clock import Clock
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import Command, CommandEvent, EventKind
-from harness_bt.observation import CameraFrame, EePose, Observation
+from harness_bt.runtime.bridge import Ack, BridgeNotice, PollResult, RuntimeState, RuntimeStatus
+from harness_bt.runtime.observation import CameraFrame, EePose, Observation
 
 __all__ = ["FakeRuntime", "FakeScene", "Script"]
 
@@ -138,7 +138,7 @@ class _Fault:
 
 
 class FakeRuntime:
-    """A real in-memory :class:`~harness_bt.bridge.RuntimeBridge` (see the module docstring).
+    """A real in-memory :class:`~harness_bt.RuntimeBridge` (see the module docstring).
 
     Records for assertions: ``dispatch_calls`` (every dispatch, resends included), ``received``
     (commands accepted, once per id), ``starts`` (executions started, per skill), ``effects``

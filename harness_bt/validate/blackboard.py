@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from harness_bt.expr import ExprError, compile_expr
-from harness_bt.registry import did_you_mean
+from harness_bt.plugins import did_you_mean
 from harness_bt.spec.expand import KeyUse
 from harness_bt.spec.library import Library
 from harness_bt.spec.model import TaskSpec

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness_bt.expr import ExprError, compile_expr
-from harness_bt.registry import did_you_mean
+from harness_bt.plugins import did_you_mean
 from harness_bt.spec.library import Library, Registries
 from harness_bt.spec.model import AtomicSpec, CompoundSpec, FinalSpec, ParallelSpec, TaskSpec
 from harness_bt.spec.problems import Problem, Severity

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness_bt.errors import DefinitionError
 from harness_bt.expr import ExprError, compile_expr
-from harness_bt.registry import did_you_mean
+from harness_bt.plugins import did_you_mean
 from harness_bt.spec.library import Registries
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, node_tag
 from harness_bt.spec.problems import Problem

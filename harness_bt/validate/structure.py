@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from harness_bt.registry import did_you_mean
+from harness_bt.plugins import did_you_mean
 from harness_bt.spec.library import Registries
 from harness_bt.spec.model import EVENTS, LibrarySpec, TaskSpec, phase_tag
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, node_tag

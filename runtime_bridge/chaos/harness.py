@@ -1,8 +1,8 @@
-"""The harness process of a chaos run: a :class:`~harness_bt.runner.TaskRunner` over a
+"""The harness process of a chaos run: a :class:`~harness_bt.run.runner.TaskRunner` over a
 :class:`~runtime_bridge.zmq.ZmqBridge`, on a durable ledger, in real time.
 
 ``python -m runtime_bridge.chaos harness --endpoint EP --task TASK --journal run.db --run-id R``
-runs the task once and prints one JSON line (the :class:`~harness_bt.result.TaskResult`).
+runs the task once and prints one JSON line (the :class:`~harness_bt.run.result.TaskResult`).
 ``--resume`` is for a harness that was killed: it reopens the ledger (every open command comes
 back UNKNOWN), asks the runtime to stop each of them, settles each from the runtime's own record
 (query), and only then runs the task again under a new run id (``R.r1``, ``R.r2``...): no
@@ -20,12 +20,12 @@ import json
 import time
 from collections.abc import Sequence
 
-from harness_bt.bridge import RuntimeState
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import CommandState, Ledger, Verdict
 from harness_bt.phases import Task
-from harness_bt.runner import TaskRunner
+from harness_bt.run.runner import TaskRunner
+from harness_bt.runtime.bridge import RuntimeState
 from harness_bt.skill import SkillRegistry
 from harness_bt.world import Perception, scripted_perception
 from runtime_bridge.backends import load_object
@@ -42,7 +42,7 @@ def load_workload(spec: str) -> tuple[Task, SkillRegistry | None, Perception]:
         made = load_object(spec, "chaos workload")()
         task, skills = made
         return task, skills, scripted_perception
-    from harness_bt.session import perception_registry
+    from harness_bt.run.episodes import perception_registry
     from harness_bt.tasks import load_task
 
     registry = perception_registry()

@@ -21,9 +21,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from harness_bt.executor import Executor, ExecutorFactory, ExecutorStep
 from harness_bt.ledger import Command
-from harness_bt.observation import Observation
+from harness_bt.runtime.executor import Executor, ExecutorFactory, ExecutorStep
+from harness_bt.runtime.observation import Observation
 from runtime_bridge.backends import backend_from_spec
 from runtime_bridge.host import Backend, HostConfig, StepResult
 from runtime_bridge.zmq.cli import executors_from_spec

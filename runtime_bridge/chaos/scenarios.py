@@ -35,9 +35,9 @@ from typing import Any
 
 import zmq
 
-from harness_bt.bridge import RuntimeState
 from harness_bt.errors import BridgeError, HarnessError
 from harness_bt.ledger import Command
+from harness_bt.runtime.bridge import RuntimeState
 from runtime_bridge.chaos.injectors import HostilePeer, Injector
 from runtime_bridge.chaos.processes import PICK_AND_PLACE, Proc, Run, Workload
 from runtime_bridge.chaos.truth import (

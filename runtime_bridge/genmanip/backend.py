@@ -18,9 +18,9 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from harness_bt.bridge import BridgeNotice
 from harness_bt.errors import BridgeError
-from harness_bt.observation import Observation
+from harness_bt.runtime.bridge import BridgeNotice
+from harness_bt.runtime.observation import Observation
 from runtime_bridge.genmanip.client import GenManipClient, Timeouts, WorkerResult
 
 __all__ = ["GenManipBackend", "make_backend"]

@@ -7,7 +7,8 @@
   A step that never left (connection refused) raises ``BridgeError`` code ``STEP_NOT_SENT``.
 * Responses are read with an unpickler that refuses every global, within a size limit.
 * Episode rollover, workers finishing with their final metric, and unknown / settled steps are
-  surfaced as :class:`~harness_bt.bridge.BridgeNotice` events (:meth:`GenManipClient.notices`).
+  surfaced as :class:`~harness_bt.runtime.bridge.BridgeNotice` events
+  (:meth:`GenManipClient.notices`).
 * With ``fast_path`` the client asks for the harness-bt frames encoding; a server that does not
   speak it (upstream) answers in the compatible encoding, which is read as well. With ``shm``
   too (the default) it first negotiates the same-host shared-memory path with a harness-bt
@@ -28,10 +29,10 @@ from typing import Any
 import httpx
 import numpy as np
 
-from harness_bt.bridge import BridgeNotice
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError
-from harness_bt.observation import Observation
+from harness_bt.runtime.bridge import BridgeNotice
+from harness_bt.runtime.observation import Observation
 from runtime_bridge.genmanip import codec
 from runtime_bridge.genmanip.actions import Embodiment, validate_action
 from runtime_bridge.genmanip.errors import WireError

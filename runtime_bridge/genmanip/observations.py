@@ -1,4 +1,4 @@
-"""GenManip observation dicts to and from :class:`harness_bt.observation.Observation`.
+"""GenManip observation dicts to and from :class:`harness_bt.runtime.observation.Observation`.
 
 The dict is what travels (``camera_data``, ``instruction``, ``joint_position_state``,
 ``ee_pose_state``, ``timestep``, ``reset``); the dataclass is what the harness reads. A dict
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from harness_bt.observation import CameraFrame, EePose, Observation
+from harness_bt.runtime.observation import CameraFrame, EePose, Observation
 from runtime_bridge.genmanip.errors import WireError
 
 __all__ = ["OBSERVATION_KEYS", "observation_from_wire", "observation_to_wire"]

@@ -8,10 +8,10 @@ from __future__ import annotations
 from importlib.metadata import entry_points
 from typing import Any
 
-from harness_bt.episodes import RunOptions
 from harness_bt.errors import DefinitionError
-from harness_bt.executor import ExecutorFactory
-from harness_bt.registry import did_you_mean
+from harness_bt.plugins import did_you_mean
+from harness_bt.runtime.episodes import RunOptions
+from harness_bt.runtime.executor import ExecutorFactory
 from runtime_bridge.backends import load_object
 from runtime_bridge.inproc.runtime import InProcRuntime
 

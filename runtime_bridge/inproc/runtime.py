@@ -2,8 +2,8 @@
 
 It hosts the skills' executors in an :class:`~runtime_bridge.host.ExecutorHost` over a
 :class:`~runtime_bridge.host.Backend` (the built-in simulator in-process, or any GenManip
-server through the GenManip client) and implements :class:`~harness_bt.bridge.RuntimeBridge`
-plus the episode protocol of :mod:`harness_bt.episodes`:
+server through the GenManip client) and implements :class:`~harness_bt.RuntimeBridge`
+plus the episode protocol of :mod:`harness_bt.runtime.episodes`:
 
 - ``dispatch`` / ``cancel`` / ``query`` go to the host (idempotent per command id);
 - ``poll`` advances the simulator by one control step (the simulator's ``/step`` is the
@@ -30,13 +30,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_bt.bridge import Ack, BridgeNotice, PollResult, RuntimeStatus
 from harness_bt.clock import SimClock
-from harness_bt.episodes import EpisodeEnd, EpisodeStart
 from harness_bt.errors import BridgeError
-from harness_bt.executor import ExecutorFactory
 from harness_bt.ledger import Command, CommandEvent
-from harness_bt.observation import Observation
+from harness_bt.runtime.bridge import Ack, BridgeNotice, PollResult, RuntimeStatus
+from harness_bt.runtime.episodes import EpisodeEnd, EpisodeStart
+from harness_bt.runtime.executor import ExecutorFactory
+from harness_bt.runtime.observation import Observation
 from runtime_bridge.host import Backend, ExecutorHost, HostConfig
 
 __all__ = ["MAX_STEP_FAILURES", "InProcRuntime"]

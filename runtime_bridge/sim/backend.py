@@ -6,7 +6,7 @@ It speaks GenManip semantics: ``reset`` starts the next episode; an episode ends
 observation (``reset`` True). When every episode is done, ``step`` raises
 :class:`~harness_bt.errors.BridgeError` ``EPISODES_DONE`` (``done`` turns True and ``metric``
 holds the final ``{task: mean success}``). Rollovers and the final metric are also reported as
-:class:`~harness_bt.bridge.BridgeNotice` (``notices()``), as the GenManip client does.
+:class:`~harness_bt.runtime.bridge.BridgeNotice` (``notices()``), as the GenManip client does.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from harness_bt.bridge import BridgeNotice
 from harness_bt.errors import BridgeError
-from harness_bt.observation import Observation
+from harness_bt.runtime.bridge import BridgeNotice
+from harness_bt.runtime.observation import Observation
 from runtime_bridge.genmanip.observations import observation_from_wire
 from runtime_bridge.sim.config import SimConfig
 from runtime_bridge.sim.env import SimEnv

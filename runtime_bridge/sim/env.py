@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from harness_bt.registry import Registry
+from harness_bt.plugins import Registry
 from runtime_bridge.genmanip.actions import (
     ControlType,
     Embodiment,

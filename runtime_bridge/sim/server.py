@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from harness_bt.registry import Registry
+from harness_bt.plugins import Registry
 from runtime_bridge.genmanip.server import DEFAULT_MAX_REQUEST_BYTES, create_app
 from runtime_bridge.genmanip.shm import ShmConfig
 from runtime_bridge.sim.config import SimConfig

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
-from harness_bt.registry import Registry
+from harness_bt.plugins import Registry
 from runtime_bridge.sim.scene import CUBE_HALF, TRAY_FLOOR_Z, TRAY_HALF, Scene, SceneLayout
 
 __all__ = ["PickAndPlace", "PickCube", "SimTask", "TaskProgress", "default_tasks"]

@@ -1,5 +1,5 @@
 """The ZeroMQ runtime: wire format, broker with service routing, runtime server, telemetry,
-and :class:`ZmqBridge`, the harness's :class:`~harness_bt.bridge.RuntimeBridge` to it."""
+and :class:`ZmqBridge`, the harness's :class:`~harness_bt.RuntimeBridge` to it."""
 
 from runtime_bridge.zmq.bridge import ZmqBridge, ZmqBridgeConfig
 from runtime_bridge.zmq.broker import Broker, BrokerConfig, BrokerPlugin

@@ -1,4 +1,4 @@
-"""``ZmqBridge``: the harness's :class:`~harness_bt.bridge.RuntimeBridge` to a ZeroMQ runtime.
+"""``ZmqBridge``: the harness's :class:`~harness_bt.RuntimeBridge` to a ZeroMQ runtime.
 
 - ``query``, heartbeats and event reads are idempotent: Lazy-Pirate retries.
 - ``dispatch`` and ``cancel`` change things, but the runtime deduplicates by command id, so a
@@ -43,10 +43,10 @@ from typing import Any
 
 import zmq
 
-from harness_bt.bridge import Ack, BridgeNotice, PollResult, RuntimeStatus
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.ledger import Command, CommandEvent, EventKind
-from harness_bt.observation import Observation
+from harness_bt.runtime.bridge import Ack, BridgeNotice, PollResult, RuntimeStatus
+from harness_bt.runtime.observation import Observation
 from runtime_bridge.host import HeartbeatResult
 from runtime_bridge.zmq.client import LazyPirateClient
 from runtime_bridge.zmq.codec import (

@@ -43,7 +43,7 @@ import zmq
 
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError
-from harness_bt.registry import did_you_mean
+from harness_bt.plugins import did_you_mean
 from runtime_bridge.host_types import GiveWay
 from runtime_bridge.zmq.service import Service, serve_one
 from runtime_bridge.zmq.sockets import send_frames

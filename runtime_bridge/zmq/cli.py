@@ -14,7 +14,7 @@ from typing import Any
 import typer
 
 from harness_bt.errors import BridgeError
-from harness_bt.executor import ExecutorFactory
+from harness_bt.runtime.executor import ExecutorFactory
 from runtime_bridge.backends import backend_from_spec, load_object
 from runtime_bridge.host import HostConfig
 from runtime_bridge.zmq.broker import Broker, BrokerConfig

@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness_bt.bridge import Ack, RuntimeState, RuntimeStatus
 from harness_bt.errors import HarnessError
 from harness_bt.ledger import Command, CommandEvent
+from harness_bt.runtime.bridge import Ack, RuntimeState, RuntimeStatus
 from runtime_bridge.host import EventBatch, HeartbeatResult
 from runtime_bridge.zmq.wire import WireCode, WireError
 

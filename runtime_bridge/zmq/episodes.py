@@ -1,5 +1,5 @@
 """``open_runtime``: the ``harness_bt.bridges`` entry point ``zmq`` (``harness run --runtime
-URL``): a :class:`ZmqRuntime`, the episode protocol of :mod:`harness_bt.episodes` over a
+URL``): a :class:`ZmqRuntime`, the episode protocol of :mod:`harness_bt.runtime.episodes` over a
 :class:`~runtime_bridge.zmq.ZmqBridge` to a runtime server.
 
 A runtime server owns its control loop and its scene, so the harness runs on wall-clock time
@@ -25,12 +25,12 @@ from typing import Any
 
 import zmq
 
-from harness_bt.bridge import Ack, PollResult, RuntimeStatus
 from harness_bt.clock import SystemClock
-from harness_bt.episodes import EpisodeEnd, EpisodeStart, RunOptions
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import Command
-from harness_bt.observation import Observation
+from harness_bt.runtime.bridge import Ack, PollResult, RuntimeStatus
+from harness_bt.runtime.episodes import EpisodeEnd, EpisodeStart, RunOptions
+from harness_bt.runtime.observation import Observation
 from runtime_bridge.zmq.bridge import ZmqBridge, ZmqBridgeConfig
 from runtime_bridge.zmq.wire import WireError
 

@@ -1,6 +1,6 @@
 """Observations on the telemetry ``state`` topic: what a runtime server publishes each control
 step and what :class:`~runtime_bridge.zmq.ZmqBridge` turns back into an
-:class:`~harness_bt.observation.Observation` (robot state and, when the step rendered any,
+:class:`~harness_bt.runtime.observation.Observation` (robot state and, when the step rendered any,
 camera frames, so the harness's perception runs on the runtime's images).
 
 Arrays travel as binary frames: ``joint_positions``, ``ee_position``, ``ee_quaternion`` and per
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from harness_bt.observation import CameraFrame, EePose, Observation
+from harness_bt.runtime.observation import CameraFrame, EePose, Observation
 
 __all__ = ["MAX_CAMERAS", "observation_from_telemetry", "observation_to_telemetry"]
 

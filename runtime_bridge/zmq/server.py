@@ -32,7 +32,7 @@ import zmq
 
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError
-from harness_bt.executor import ExecutorFactory
+from harness_bt.runtime.executor import ExecutorFactory
 from runtime_bridge.host import Backend, ExecutorHost, HostConfig, PlanOn, StepResult
 from runtime_bridge.journal_log import LoggedRuntimeJournal
 from runtime_bridge.zmq.broker import Broker, BrokerConfig

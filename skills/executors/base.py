@@ -17,9 +17,9 @@ import numpy as np
 from pydantic import BaseModel, ValidationError
 
 from harness_bt.errors import CommandError
-from harness_bt.executor import ActionPart, ExecutorStatus, ExecutorStep
 from harness_bt.ledger import Command
-from harness_bt.observation import Observation
+from harness_bt.runtime.executor import ActionPart, ExecutorStatus, ExecutorStep
+from harness_bt.runtime.observation import Observation
 from skills.executors.segments import Segment
 
 __all__ = ["CONTROL_PERIOD_S", "SegmentExecutor"]

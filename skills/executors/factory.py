@@ -24,7 +24,7 @@ EXECUTORS: dict[str, type[SegmentExecutor]] = {cls.skill: cls for cls in (
 
 
 class SkillExecutors:
-    """An :data:`~harness_bt.executor.ExecutorFactory` for this package's skills, for a
+    """An :data:`~harness_bt.runtime.executor.ExecutorFactory` for this package's skills, for a
     runtime stepping every ``control_period_s`` seconds. Refuses unknown skills and params it
     cannot execute with a :class:`~harness_bt.errors.CommandError`."""
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness_bt.executor import ActionPart
-from harness_bt.observation import Observation
+from harness_bt.runtime.executor import ActionPart
+from harness_bt.runtime.observation import Observation
 from skills.geometry import qangle, qconj, qmul, qnormalize, qrotate_towards
 
 __all__ = [

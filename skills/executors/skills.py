@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from harness_bt.observation import Observation
+from harness_bt.runtime.observation import Observation
 from skills.executors.base import SegmentExecutor
 from skills.executors.segments import CartesianMove, Dwell, Fingers, JointMove, Segment
 from skills.params import (

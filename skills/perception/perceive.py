@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness_bt.observation import CameraFrame, Observation
+from harness_bt.runtime.observation import CameraFrame, Observation
 from harness_bt.world import ObjectUpdate, Pose, Relation
 from skills.geometry import TABLE_Z, rotation_matrix, yaw_quat
 from skills.perception.catalogue import BUILTIN_OBJECTS, ObjectSpec

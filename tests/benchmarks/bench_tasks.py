@@ -1,5 +1,5 @@
 """Task benchmark: seeded episodes of pick_cube and pick_and_place on the built-in simulator,
-clean and with injected faults, through ``harness_bt.session.run_episodes`` (what ``harness
+clean and with injected faults, through ``harness_bt.run.episodes.run_episodes`` (what ``harness
 run`` does).
 
 For every (task, condition) it prints the task's own success rate beside the simulator's
@@ -28,8 +28,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 
-from harness_bt.episodes import RunOptions  # noqa: E402
-from harness_bt.session import RunReport, percentile, run_episodes  # noqa: E402
+from harness_bt.run.episodes import RunReport, percentile, run_episodes  # noqa: E402
+from harness_bt.runtime.episodes import RunOptions  # noqa: E402
 from harness_bt.tasks import load_task  # noqa: E402
 from runtime_bridge.inproc import open_runtime  # noqa: E402
 from runtime_bridge.sim import FaultRates, ScriptedPicker, SimConfig, SimEnv  # noqa: E402

@@ -3,8 +3,8 @@ command the runtime never recorded, a terminal state that changed."""
 
 from __future__ import annotations
 
-from harness_bt.bridge import RuntimeState
 from harness_bt.ledger import Command, CommandEvent, EventKind, Ledger
+from harness_bt.runtime.bridge import RuntimeState
 from runtime_bridge.chaos import audit, read_exec_log
 from runtime_bridge.journal import SqliteRuntimeJournal
 from runtime_bridge.record import RuntimeRecord

@@ -125,9 +125,9 @@ def test_mistakes_are_reported_in_one_clear_line(capfd: pytest.CaptureFixture[st
 def test_the_live_view_shows_phase_running_nodes_commands_and_budgets() -> None:
     from rich.console import Console
 
+    from harness_bt.cli.run import _LiveView
     from harness_bt.clock import FakeClock
-    from harness_bt.run_cli import _LiveView
-    from harness_bt.runner import TaskRunner
+    from harness_bt.run.runner import TaskRunner
     from harness_bt.testing.example import example_runtime, example_skills, fetch_cup_task
 
     clock = FakeClock()

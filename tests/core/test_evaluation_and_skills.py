@@ -9,7 +9,7 @@ from pydantic import BaseModel
 from harness_bt import DefinitionError, EvaluationResult, EvaluatorRegistry, Skill, SkillRegistry
 from harness_bt.evaluation import combine
 from harness_bt.ledger import Verdict
-from harness_bt.observation import EePose, Observation
+from harness_bt.runtime.observation import EePose, Observation
 from harness_bt.skill import Lifecycle, Postcondition, validate_params
 from harness_bt.world import ObjectUpdate, Pose, Relation, WorldModel
 

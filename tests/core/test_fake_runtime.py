@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from harness_bt import FakeClock
-from harness_bt.bridge import RuntimeBridge, RuntimeState
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import Command
+from harness_bt.runtime.bridge import RuntimeBridge, RuntimeState
 from harness_bt.testing import FakeRuntime, Script
 
 

@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 
 from harness_bt import FakeClock, Ledger, TaskRunner
-from harness_bt.bridge import Ack
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import Command, CommandState
-from harness_bt.resume import open_durable, start_durable
-from harness_bt.runjournal import (
+from harness_bt.run.journal import (
     FORMAT_VERSION,
     RunCheckpoint,
     RunHeader,
     RunJournal,
     journalable,
 )
+from harness_bt.run.resume import open_durable, start_durable
+from harness_bt.runtime.bridge import Ack
 from harness_bt.testing import FakeRuntime, Script
 from harness_bt.testing.example import (
     example_runtime,

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from harness_bt.episodes import RunOptions
-from harness_bt.run_cli import parse_inject
-from harness_bt.session import EpisodeReport, RunReport, percentile
+from harness_bt.cli.run import parse_inject
+from harness_bt.run.episodes import EpisodeReport, RunReport, percentile
+from harness_bt.runtime.episodes import RunOptions
 
 
 def episode(index: int, reason: str, sim: bool | None, **kw: Any) -> EpisodeReport:

@@ -7,7 +7,7 @@ import pytest
 
 from harness_bt import DefinitionError, WorldModel
 from harness_bt.ledger import Command
-from harness_bt.observation import Observation
+from harness_bt.runtime.observation import Observation
 from harness_bt.world import ObjectUpdate, Pose, Relation, scripted_perception
 
 

@@ -18,9 +18,9 @@ from typing import ClassVar
 import numpy as np
 
 from harness_bt.errors import CommandError
-from harness_bt.executor import ActionPart, ExecutorStatus, ExecutorStep
 from harness_bt.ledger import Command
-from harness_bt.observation import Observation
+from harness_bt.runtime.executor import ActionPart, ExecutorStatus, ExecutorStep
+from harness_bt.runtime.observation import Observation
 
 STARTS: Counter[str] = Counter()
 STEPPED_ON: dict[str, str] = {}  # command id -> the name of the thread its first step ran on

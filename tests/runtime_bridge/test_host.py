@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness_bt.bridge import RuntimeState
 from harness_bt.clock import FakeClock
 from harness_bt.ledger import EventKind
+from harness_bt.runtime.bridge import RuntimeState
 from runtime_bridge.host import ExecutorHost
 from runtime_bridge.kinematic import KinematicBackend
 from runtime_bridge.merge import HOLD_EE_DELTA
@@ -317,7 +317,7 @@ def test_host_without_journal_keeps_records_in_memory(clock):
 def _recording_host(backend, clock, tmp_path, on_first):  # type: ignore[no-untyped-def]
     """A host whose ``record`` executors log their steps and call ``on_first(host)`` while
     the step runs the command named ``first``."""
-    from harness_bt.executor import ExecutorStatus, ExecutorStep
+    from harness_bt.runtime.executor import ExecutorStatus, ExecutorStep
     from runtime_bridge.journal_log import LoggedRuntimeJournal
     from tests.runtime_bridge.executors import factory
 

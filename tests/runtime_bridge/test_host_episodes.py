@@ -8,7 +8,7 @@ from typing import Any
 
 from harness_bt.clock import FakeClock
 from harness_bt.errors import BridgeError
-from harness_bt.observation import Observation
+from harness_bt.runtime.observation import Observation
 from runtime_bridge.host import ExecutorHost, HostConfig
 from runtime_bridge.kinematic import KinematicBackend
 from tests.runtime_bridge.executors import command, factory

@@ -5,8 +5,8 @@ a command its harness was busy confirming."""
 
 from __future__ import annotations
 
-from harness_bt.bridge import RuntimeState
 from harness_bt.clock import FakeClock
+from harness_bt.runtime.bridge import RuntimeState
 from runtime_bridge.host import ExecutorHost
 from tests.runtime_bridge.conftest import DT
 from tests.runtime_bridge.executors import command

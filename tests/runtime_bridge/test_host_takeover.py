@@ -5,9 +5,9 @@ refused RESOURCE_BUSY until the lease ran out, and its task gave up."""
 
 from __future__ import annotations
 
-from harness_bt.bridge import RuntimeState
 from harness_bt.clock import FakeClock
 from harness_bt.ledger import EventKind
+from harness_bt.runtime.bridge import RuntimeState
 from runtime_bridge.host import ExecutorHost
 from tests.runtime_bridge.conftest import DT
 from tests.runtime_bridge.executors import STARTS, command

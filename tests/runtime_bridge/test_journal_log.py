@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness_bt.bridge import RuntimeState
 from harness_bt.errors import BridgeError
+from harness_bt.runtime.bridge import RuntimeState
 from runtime_bridge.journal import SqliteRuntimeJournal
 from runtime_bridge.journal_log import SEGMENT_MAGIC, LoggedRuntimeJournal, read_rows, segments
 from runtime_bridge.record import RuntimeRecord
@@ -98,7 +98,7 @@ import os, sys, time
 sys.path.insert(0, sys.argv[2])
 from runtime_bridge.journal_log import LoggedRuntimeJournal
 from runtime_bridge.record import RuntimeRecord
-from harness_bt.bridge import RuntimeState
+from harness_bt.runtime.bridge import RuntimeState
 from tests.runtime_bridge.executors import command
 journal = LoggedRuntimeJournal(sys.argv[1])
 for i in range(int(sys.argv[3])):

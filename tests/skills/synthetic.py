@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness_bt.observation import CameraFrame, EePose, Observation
+from harness_bt.runtime.observation import CameraFrame, EePose, Observation
 from skills.geometry import DOWN
 
 TABLE_RGB = (158, 128, 97)

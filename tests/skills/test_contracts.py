@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness_bt.ledger import Command, Ledger, LedgerError
-from harness_bt.observation import EePose, Observation
+from harness_bt.runtime.observation import EePose, Observation
 from harness_bt.skill import CancelBehaviour, SkillRegistry, validate_params
 from harness_bt.world import ObjectUpdate, Pose, WorldModel, WorldView
 from skills.contracts import SKILLS, skill_registry

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from harness_bt.ledger import Verdict
-from harness_bt.observation import EePose, Observation
+from harness_bt.runtime.observation import EePose, Observation
 from harness_bt.skill import Postcondition
 from harness_bt.world import ObjectUpdate, Pose, WorldModel, WorldView
 from skills.evaluators import evaluator_registry, grasped, joints_at, placed_on

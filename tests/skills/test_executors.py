@@ -13,7 +13,7 @@ import pytest
 
 from harness_bt.clock import FakeClock
 from harness_bt.ledger import Command, CommandEvent
-from harness_bt.observation import Observation
+from harness_bt.runtime.observation import Observation
 from runtime_bridge.host import ExecutorHost, HostConfig
 from runtime_bridge.kinematic import KinematicBackend
 from skills.executors import executor_factory

@@ -142,7 +142,7 @@ def test_a_reset_observation_forgets_the_containers_seen_before() -> None:
 
 def test_frames_without_rgb_or_depth_give_nothing() -> None:
     frame = render(Camera(), [Box((0.5, 0.0, 0.02), CUBE, RED)])
-    from harness_bt.observation import CameraFrame
+    from harness_bt.runtime.observation import CameraFrame
     no_depth = CameraFrame(frame.rgb, None, frame.intrinsics, frame.position,
                            frame.quaternion_wxyz)
     assert ColourPerception()(observation({"cam": no_depth})) == []

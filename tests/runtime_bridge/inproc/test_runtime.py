@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from harness_bt.bridge import PollResult
-from harness_bt.episodes import EpisodeRuntime, RunOptions
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import Command
+from harness_bt.runtime.bridge import PollResult
+from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions
 from runtime_bridge.genmanip import GenManipBackend, ServerThread
 from runtime_bridge.inproc import InProcRuntime, open_runtime
 from runtime_bridge.sim import SimBackend, SimConfig, create_sim_app

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from harness_bt.bridge import RuntimeBridge, RuntimeState
 from harness_bt.ledger import EventKind
+from harness_bt.runtime.bridge import RuntimeBridge, RuntimeState
 from runtime_bridge.zmq import WireCode, WireError
 from tests.runtime_bridge.executors import STARTS, command
 

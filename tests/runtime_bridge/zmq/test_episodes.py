@@ -8,8 +8,8 @@ import socket
 import pytest
 import zmq
 
-from harness_bt.episodes import RunOptions
 from harness_bt.errors import BridgeError, DefinitionError
+from harness_bt.runtime.episodes import RunOptions
 from runtime_bridge.zmq.episodes import ZmqRuntime, open_runtime
 from runtime_bridge.zmq.telemetry_faults import TelemetryFaultProxy
 

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from harness_bt.bridge import RuntimeState
 from harness_bt.errors import BridgeError
 from harness_bt.ledger import EventKind
+from harness_bt.runtime.bridge import RuntimeState
 from runtime_bridge.zmq import Message, MessageType, WireCode, WireError, decode, encode
 from runtime_bridge.zmq.faults import CORRUPTIONS, corrupt
 from tests.runtime_bridge.executors import STARTS, command

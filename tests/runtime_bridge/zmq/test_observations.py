@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness_bt.observation import CameraFrame, EePose, Observation
+from harness_bt.runtime.observation import CameraFrame, EePose, Observation
 from runtime_bridge.zmq.observations import (
     MAX_CAMERAS,
     observation_from_telemetry,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness_bt.bridge import RuntimeState
 from harness_bt.ledger import EventKind
+from harness_bt.runtime.bridge import RuntimeState
 from runtime_bridge.zmq import WireCode, WireError
 from tests.runtime_bridge.executors import command
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import zmq
 
-from harness_bt.bridge import Ack, RuntimeState
 from harness_bt.clock import FakeClock
 from harness_bt.ledger import CommandEvent, EventKind
+from harness_bt.runtime.bridge import Ack, RuntimeState
 from runtime_bridge.host_types import EventBatch, HeartbeatResult
 from runtime_bridge.zmq import WireCode, WireError
 from runtime_bridge.zmq.bridge import ZmqBridge, ZmqBridgeConfig

@@ -16,7 +16,7 @@ Resume granularity is the phase: a resumed run restores the last checkpoint and 
 active phase(s) with their trees reset and their activation numbers as they were, so every leaf
 re-derives the command id it had; an id already in the ledger is never sent again (its record
 stands: SUCCEEDED and FAILED ones replay their result, UNKNOWN ones are reconciled with the
-runtime). See :mod:`harness_bt.resume`.
+runtime). See :mod:`harness_bt.run.resume`.
 
 Blackboard values are journaled when they are plain JSON data (str, numbers, bools, None,
 lists, dicts with str keys); any other value (a world snapshot) is left out and listed in the

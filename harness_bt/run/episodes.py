@@ -1,7 +1,7 @@
 """Running a task for several episodes against an episodic runtime: what ``harness run`` does.
 
 :func:`run_episodes` opens a runtime (an entry point of ``harness_bt.bridges``), and for each
-episode builds a fresh :class:`~harness_bt.runner.TaskRunner` (fresh ledger, world model and
+episode builds a fresh :class:`~harness_bt.run.runner.TaskRunner` (fresh ledger, world model and
 perception) on the runtime's simulation clock, ticks it once per simulator step until the task
 ends (or the simulator ends the episode first: outcome ``aborted_episode_ended``), then lets
 the runtime hold the robot until the simulator gives its own verdict. The report puts the
@@ -24,15 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_bt.bridge import Ack, PollResult, RuntimeBridge, RuntimeStatus
-from harness_bt.episodes import EpisodeRuntime, RunOptions, runtime_registry
 from harness_bt.errors import DefinitionError
 from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.ledger import Command
 from harness_bt.phases import Task
-from harness_bt.registry import Registry
-from harness_bt.resume import DurableRun
-from harness_bt.runner import TaskRunner
+from harness_bt.plugins import Registry
+from harness_bt.run.resume import DurableRun
+from harness_bt.run.runner import TaskRunner
+from harness_bt.runtime.bridge import Ack, PollResult, RuntimeBridge, RuntimeStatus
+from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions, runtime_registry
 from harness_bt.skill import SkillRegistry
 from harness_bt.world import Perception
 
@@ -264,7 +264,7 @@ def run_episodes(
     """Run ``task`` for ``options.episodes`` episodes (see the module docstring). ``runtime``
     (opened by the caller, who then closes it) replaces the ``bridge`` entry point.
     ``durable`` (one episode only) journals the run in its file and, when it holds a
-    checkpoint, resumes from there (:mod:`harness_bt.resume`)."""
+    checkpoint, resumes from there (:mod:`harness_bt.run.resume`)."""
     if durable is not None and options.episodes != 1:
         raise DefinitionError("INVALID_OPTION", f"a journaled run is one episode, not "
                               f"{options.episodes}", fix="drop --episodes")

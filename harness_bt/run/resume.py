@@ -11,8 +11,8 @@ A runtime opened for such a run takes a new control epoch (the ``zmq`` runtime: 
 the runtime's and the journal's); :meth:`DurableRun.take_epoch` records it in the ledger and the
 journal before any command goes out under it, so the dead harness's commands are fenced off.
 
-How a resumed run proceeds is described in :mod:`harness_bt.runjournal` (granularity: the
-phase) and :mod:`harness_bt.reconcile` (following and settling what was in flight).
+How a resumed run proceeds is described in :mod:`harness_bt.run.journal` (granularity: the
+phase) and :mod:`harness_bt.run.reconcile` (following and settling what was in flight).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 from harness_bt._version import __version__
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import Ledger, LedgerError
-from harness_bt.runjournal import RunCheckpoint, RunHeader, RunJournal, file_digest
+from harness_bt.run.journal import RunCheckpoint, RunHeader, RunJournal, file_digest
 
 __all__ = ["DurableRun", "open_durable", "start_durable"]
 

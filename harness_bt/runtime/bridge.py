@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
 from harness_bt.ledger import Command, CommandEvent
-from harness_bt.observation import Observation
+from harness_bt.runtime.observation import Observation
 
 __all__ = ["Ack", "BridgeNotice", "PollResult", "RuntimeBridge", "RuntimeState", "RuntimeStatus"]
 

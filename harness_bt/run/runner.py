@@ -26,20 +26,20 @@ from typing import Any
 import py_trees
 from py_trees.common import Status
 
-from harness_bt import checkpoint
-from harness_bt.bridge import RuntimeBridge
 from harness_bt.budget import BreakerBoard, Exhaustion, TaskBudget
 from harness_bt.clock import Clock, SystemClock
-from harness_bt.context import Outcome, OutcomeKind, PhaseScope, RunContext
+from harness_bt.context import GuardContext, Outcome, OutcomeKind, PhaseScope, RunContext
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.ledger import CommandRecord, CommandState, HistoryEntry, Ledger
 from harness_bt.nodes.base import HarnessNode, iter_nodes
 from harness_bt.nodes.registry import NodeRegistry
-from harness_bt.phases import GuardContext, Task
-from harness_bt.reconcile import Reconciler
-from harness_bt.result import TaskResult
-from harness_bt.runjournal import RunCheckpoint, RunJournal
+from harness_bt.phases import Task
+from harness_bt.run import checkpoint
+from harness_bt.run.journal import RunCheckpoint, RunJournal
+from harness_bt.run.reconcile import Reconciler
+from harness_bt.run.result import TaskResult
+from harness_bt.runtime.bridge import RuntimeBridge
 from harness_bt.skill import SkillRegistry
 from harness_bt.trace import Trace
 from harness_bt.world import Perception, WorldModel, scripted_perception
@@ -67,7 +67,7 @@ class _ChartHooks:
 
 
 class TaskRunner:
-    """Runs a :class:`~harness_bt.phases.Task` against a :class:`~harness_bt.bridge.RuntimeBridge`.
+    """Runs a :class:`~harness_bt.phases.Task` against a :class:`~harness_bt.RuntimeBridge`.
 
     Construction builds one tree per atomic phase and binds every node (unknown skills and
     evaluators are reported here, all at once). Nothing is sent until the first :meth:`tick`.
@@ -339,7 +339,7 @@ class TaskRunner:
         self._transitions += 1
 
     def _checkpoint(self, now: float, reason: str) -> None:
-        """Journal the run's progress (see :mod:`harness_bt.runjournal`)."""
+        """Journal the run's progress (see :mod:`harness_bt.run.journal`)."""
         if self.journal is None:
             return
         self._checkpointed = self._transitions

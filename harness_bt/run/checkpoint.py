@@ -1,5 +1,5 @@
-"""What a checkpoint takes from a running :class:`~harness_bt.runner.TaskRunner`, and how a
-resumed runner gets it back (the storage is :mod:`harness_bt.runjournal`).
+"""What a checkpoint takes from a running :class:`~harness_bt.run.runner.TaskRunner`, and how a
+resumed runner gets it back (the storage is :mod:`harness_bt.run.journal`).
 
 Taken after every tick in which the chart changed configuration: the configuration and history
 states, every atomic phase's activation number, the blackboard's plain values, the task
@@ -18,10 +18,10 @@ from statemachine.model import Model
 from statemachine.orderedset import OrderedSet
 
 from harness_bt.phases import Task
-from harness_bt.runjournal import RunCheckpoint, journalable
+from harness_bt.run.journal import RunCheckpoint, journalable
 
 if TYPE_CHECKING:
-    from harness_bt.runner import TaskRunner
+    from harness_bt.run.runner import TaskRunner
 
 __all__ = ["chart_in", "restore", "take"]
 

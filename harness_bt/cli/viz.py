@@ -25,7 +25,7 @@ def viz(
                                "with, as module:attribute (default: the installed skills)."),
 ) -> None:
     """Draw the execution graph (statechart and trees), coloured by a run with --trace."""
-    from harness_bt.spec.cli import resolve_skills
+    from harness_bt.cli.spec import resolve_skills
     from harness_bt.viz.render import FORMATS, render, write
 
     fmt = output.suffix.lstrip(".").lower()

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import sys
 from importlib.metadata import entry_points
 
 import typer
 from rich.console import Console
 
-from harness_bt import run_cli
 from harness_bt._version import __version__
 from harness_bt.errors import HarnessError
 
@@ -43,7 +41,7 @@ def _root(
 @app.command("demo")
 def demo_ledger() -> None:
     """Walk a command through the ledger lifecycle and print the ledger."""
-    from harness_bt.demo import ledger_walkthrough
+    from harness_bt.cli.demo import ledger_walkthrough
 
     raise typer.Exit(ledger_walkthrough())
 
@@ -78,16 +76,17 @@ def example(
         console.print(f"trace: {trace} ({len(runner.trace.events)} events)")
 
 
-from harness_bt.spec import cli as _spec_cli  # noqa: E402
-from harness_bt.viz import cli as _viz_cli  # noqa: E402
+from harness_bt.cli import run as _run  # noqa: E402
+from harness_bt.cli import spec as _spec  # noqa: E402
+from harness_bt.cli import viz as _viz  # noqa: E402
 
-app.command("validate")(_spec_cli.validate)
-app.command("schema")(_spec_cli.schema)
-app.command("import-xml")(_spec_cli.import_xml)
-app.command("viz")(_viz_cli.viz)
-app.command("replay")(_viz_cli.replay)
-app.command("run")(run_cli.run)
-app.command("resume")(run_cli.resume)
+app.command("validate")(_spec.validate)
+app.command("schema")(_spec.schema)
+app.command("import-xml")(_spec.import_xml)
+app.command("viz")(_viz.viz)
+app.command("replay")(_viz.replay)
+app.command("run")(_run.run)
+app.command("resume")(_run.resume)
 
 
 def _load_plugins() -> None:
@@ -118,7 +117,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

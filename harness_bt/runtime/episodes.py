@@ -1,6 +1,6 @@
 """The seam between ``harness run`` and an episodic runtime (a step-driven simulator).
 
-An :class:`EpisodeRuntime` is a :class:`~harness_bt.bridge.RuntimeBridge` that also runs
+An :class:`EpisodeRuntime` is a :class:`~harness_bt.RuntimeBridge` that also runs
 episodes: ``start_episode`` queues the episode's first observation for the next ``poll``;
 each later ``poll`` advances the simulator one control step (so the runtime's :attr:`clock`,
 one ``control_period_s`` per tick, is the simulation's time); ``episode_over`` turns True when
@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from harness_bt.bridge import RuntimeBridge
 from harness_bt.clock import Clock
-from harness_bt.registry import Registry
+from harness_bt.plugins import Registry
+from harness_bt.runtime.bridge import RuntimeBridge
 
 __all__ = [
     "BRIDGE_GROUP",

@@ -5,7 +5,7 @@ With no option it starts the built-in simulator in-process and runs one episode;
 drives any GenManip server instead; ``--runtime URL`` ticks the task on wall-clock time
 against a ZeroMQ runtime server (``harness runtime serve``), and ``--journal FILE`` then makes
 the run resumable with ``harness resume FILE`` after the harness died
-(:mod:`harness_bt.resume`). A live view (active phase, running nodes, commands, budgets) shows
+(:mod:`harness_bt.run.resume`). A live view (active phase, running nodes, commands, budgets) shows
 on a terminal, unless ``--json`` asks for the machine-readable summary on stdout. Exit status:
 0 when every episode succeeded by the task's own evaluation, 1 when some did not, 2 when any
 success was false (the simulator's metric says failed).
@@ -27,14 +27,14 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from harness_bt.episodes import EpisodeRuntime, RunOptions, runtime_registry
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
 from harness_bt.phases import Task
-from harness_bt.resume import DurableRun, open_durable, start_durable
-from harness_bt.runjournal import RunJournal
-from harness_bt.runner import TaskRunner
-from harness_bt.session import RunReport, percentile, run_episodes
+from harness_bt.run.episodes import RunReport, percentile, run_episodes
+from harness_bt.run.journal import RunJournal
+from harness_bt.run.resume import DurableRun, open_durable, start_durable
+from harness_bt.run.runner import TaskRunner
+from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions, runtime_registry
 from harness_bt.tasks import load_task
 
 __all__ = ["parse_inject", "render_summary", "resume", "run"]

@@ -20,22 +20,17 @@ from __future__ import annotations
 
 import math
 
-from harness_bt.bridge import RuntimeState, RuntimeStatus
 from harness_bt.context import RunContext
 from harness_bt.errors import BridgeError
 from harness_bt.ledger import CommandRecord, CommandState, Verdict
+from harness_bt.runtime.bridge import RuntimeState, RuntimeStatus
 
-__all__ = ["Reconciler", "restarted"]
+__all__ = ["Reconciler"]
 
 _PROOF = (RuntimeState.STOPPED, RuntimeState.ABORTED, RuntimeState.REJECTED,
           RuntimeState.NOT_FOUND)
 _STILL_GOING = (RuntimeState.RUNNING, RuntimeState.STOPPING, RuntimeState.PENDING)
 _NEVER_RAN = (RuntimeState.NOT_FOUND, RuntimeState.REJECTED)
-
-
-def restarted(rec: CommandRecord) -> bool:
-    """Whether a harness restart left this command UNKNOWN (the ledger journaled it open)."""
-    return any(h.op == "restart" for h in rec.events)
 
 
 class Reconciler:
@@ -87,7 +82,7 @@ class Reconciler:
         evidence = [f"runtime query: {rs.value}" + (f" ({status.reason})" if status.reason
                                                      else "")]
         if rs in _PROOF or (rs is RuntimeState.CONTROL_DONE and rec.stop_requested):
-            if rs in _NEVER_RAN and restarted(rec) and rec.started_at is None \
+            if rs in _NEVER_RAN and rec.restarted and rec.started_at is None \
                     and not rec.control_done_seen:
                 # Left open by a restart and never started by the runtime (which, fenced by the
                 # new epoch, never will): settled CANCELED, so the step may be issued again.
