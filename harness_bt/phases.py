@@ -31,7 +31,12 @@ from harness_bt.budget import TaskBudget
 from harness_bt.context import GuardContext, Outcome, OutcomeKind
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.base import assign_paths
-from harness_bt.nodes.registry import NodeRegistry, build_tree, describe_tree
+from harness_bt.nodes.registry import NodeRegistry, describe_tree
+from harness_bt.plugins import did_you_mean
+from harness_bt.spec.problems import Severity
+from harness_bt.spec.source import format_path
+from harness_bt.spec.trees import build_tree
+from harness_bt.spec.validate.chart import check_chart
 
 __all__ = [
     "Compound",
@@ -270,7 +275,6 @@ class Task:
                 if t.get("guard") is not None:
                     guard = guards.get(str(t["guard"]))
                     if guard is None:
-                        from harness_bt.plugins import did_you_mean
                         problems.append(f"{here}: unknown guard {t['guard']!r}; known: "
                                         f"{', '.join(sorted(guards)) or '(none)'}"
                                         f"{did_you_mean(str(t['guard']), list(guards))}")
@@ -333,61 +337,39 @@ class Task:
     # ------------------------------------------------------------------ validation
 
     def problems(self) -> list[str]:
+        """Every problem of this task: the shape of its Python objects, then the statechart
+        rules every task source is held to (:mod:`harness_bt.spec.validate.chart`)."""
         out: list[str] = []
         if not isinstance(self.name, str) or not self.name.strip():
             out.append(f"task name {self.name!r} must be non-empty")
-        if not self.phases:
-            out.append("a task needs at least one phase")
         if any(not isinstance(k, str) or not k for k in self.blackboard):
             out.append(f"blackboard defaults {sorted(map(str, self.blackboard))} need "
                        "non-empty string keys")
-        seen: set[str] = set()
+        malformed: list[str] = []  # what the chart rules cannot read
+        if not self.phases:
+            malformed.append("a task needs at least one phase")
         for spec in _walk(self.phases):
             if not isinstance(spec, PhaseSpec):
-                out.append(f"{spec!r} is not a Phase, Compound, Parallel or Final")
+                malformed.append(f"{spec!r} is not a Phase, Compound, Parallel or Final")
                 continue
             if not isinstance(spec.id, str) or not _ID.match(spec.id):
                 out.append(f"phase id {spec.id!r} must be an identifier (letters, digits, _)")
-            if spec.id in seen:
-                out.append(f"phase id {spec.id!r} is used twice")
-            seen.add(spec.id)
             if isinstance(spec, Phase) and not (callable(spec.tree)
                                                 or isinstance(spec.tree, Mapping)):
                 out.append(f"phase {spec.id!r}: tree must be a factory or a node-spec dict")
             if isinstance(spec, Compound | Parallel) and not _children(spec):
-                out.append(f"{spec.kind} phase {spec.id!r} has no phases inside")
-            if isinstance(spec, Compound) and spec.initial is not None and spec.initial not in {
-                    c.id for c in spec.phases}:
-                out.append(f"compound {spec.id!r}: initial {spec.initial!r} is not one of its "
-                           f"phases {[c.id for c in spec.phases]}")
-            if isinstance(spec, Parallel):
-                for region in spec.regions:
-                    if isinstance(region, Final | Parallel):
-                        out.append(f"parallel {spec.id!r}: region {region.id!r} must be an "
-                                   "atomic or compound phase")
-        for spec in self.phases:
-            if isinstance(spec, Final) and not (spec.reason == "done"
-                                                or spec.reason.startswith("aborted_")):
-                out.append(f"top-level final {spec.id!r}: reason {spec.reason!r} must be 'done' "
-                           "or start with 'aborted_'")
-        ids = {s.id for s in _walk(self.phases) if isinstance(s, PhaseSpec)}
-        for spec in _walk(self.phases):
-            for t in getattr(spec, "transitions", ()):
+                malformed.append(f"{spec.kind} phase {spec.id!r} has no phases inside")
+            for t in spec.transitions:
                 if not isinstance(t, On):
-                    out.append(f"phase {spec.id!r}: transition {t!r} is not an On (use on())")
-                    continue
-                if t.target not in ids:
-                    from harness_bt.plugins import did_you_mean
-                    out.append(f"phase {spec.id!r}: transition on {t.event!r} targets unknown "
-                               f"phase {t.target!r}{did_you_mean(t.target, ids)}")
-                if t.event == "done" and not isinstance(spec, Compound | Parallel):
-                    out.append(f"phase {spec.id!r}: 'done' fires only on compound or parallel "
-                               "phases")
-        if self.initial is not None and self.initial not in {s.id for s in self.phases}:
-            out.append(f"initial {self.initial!r} is not a top-level phase")
-        if self.phases and not any(isinstance(s, Final) for s in self.phases):
-            out.append("the task has no top-level Final phase: it could never end")
-        return out
+                    malformed.append(f"phase {spec.id!r}: transition {t!r} is not an On "
+                                     "(use on())")
+        if malformed:
+            return out + malformed
+
+        chart = check_chart(self.phases, initial=self.initial,
+                            where=lambda path: format_path(path) or "the task")
+        return out + [f"{p.code}: {p.message} (at {p.where})" for p in chart
+                      if p.severity is Severity.ERROR]
 
     # ------------------------------------------------------------------ compilation
 
@@ -444,8 +426,7 @@ class Task:
                 if isinstance(phase.tree, Mapping):
                     if registry is None:
                         registry = NodeRegistry(entry_points=True)
-                    root = build_tree(phase.tree, registry,
-                                      where=f"phase {phase.id}")
+                    root = build_tree(phase.tree, registry, where=f"phase {phase.id}")
                 else:
                     assert phase.tree is not None
                     root = phase.tree()

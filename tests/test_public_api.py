@@ -26,7 +26,7 @@ def test_node_and_testing_exports_are_pinned() -> None:
         "Check", "Delay", "Evaluate", "ForceFailure", "ForceSuccess", "HarnessNode",
         "KeepRunningUntilFailure", "NodeManifest", "NodeRegistry", "NodeType",
         "Observe", "Port", "RecoveryDone", "RecoveryGate", "RecoveryGuard", "Repeat", "Retry",
-        "SkillAction", "Timeout", "WaitFor", "act_and_evaluate", "assign_paths", "build_tree",
+        "SkillAction", "Timeout", "WaitFor", "act_and_evaluate", "assign_paths",
         "describe_tree", "iter_nodes", "recover",
     ])
     assert harness_bt.testing.__all__ == ["FakeRuntime", "FakeScene", "Script"]
@@ -41,30 +41,46 @@ def test_every_leaf_documents_its_statuses() -> None:
 
 
 def test_authoring_and_visualisation_exports_are_pinned() -> None:
-    import harness_bt.btcpp
-    import harness_bt.expr
     import harness_bt.spec
-    import harness_bt.validate
+    import harness_bt.spec.expr
+    import harness_bt.spec.readers
+    import harness_bt.spec.readers.btcpp
     import harness_bt.viz
 
     assert sorted(harness_bt.spec.__all__) == sorted([
-        "AtomicSpec", "BudgetSpec", "CompoundSpec", "Document", "FinalSpec", "Library",
-        "LibrarySpec", "Mark", "ParallelSpec", "Problem", "Registries", "Report", "Severity",
-        "SpecError", "TaskSpec", "TransitionSpec", "build_task", "check_file", "check_spec",
-        "compile_guard", "dump_yaml", "load_python", "load_spec", "load_task", "neutral_form",
-        "read_yaml", "render_schema", "spec_from_task", "spec_to_data", "task_schema",
-        "to_neutral", "validate_file", "validate_spec",
+        "TASK_SUFFIXES", "AtomicSpec", "BudgetSpec", "Checked", "CompoundSpec", "Document",
+        "FinalSpec", "Library", "LibrarySpec", "Mark", "ParallelSpec", "Problem", "Registries",
+        "Report", "Severity", "SpecError", "TaskSpec", "TransitionSpec", "build_task",
+        "build_tree", "check_document", "check_file", "check_spec", "check_tree",
+        "compile_guard", "compile_task", "dump_yaml", "import_btcpp", "load_python",
+        "load_spec", "load_task", "neutral_form", "read_document", "read_yaml", "render_schema",
+        "spec_from_task", "spec_to_data", "task_schema", "to_neutral", "validate_file",
+        "validate_spec",
     ])
-    assert sorted(harness_bt.validate.__all__) == sorted([
-        "Checked", "Problem", "Report", "Severity", "SpecError", "check_document"])
     assert sorted(harness_bt.viz.__all__) == sorted([
         "COLOURS", "FORMATS", "GRAPHVIZ_HELP", "STATUSES", "Drawing", "Frame", "NodeState",
         "drawing", "frame_at", "frames", "render", "render_dot", "to_dot", "to_mermaid"])
-    assert sorted(harness_bt.btcpp.__all__) == ["SUPPORTED", "import_task", "read_btcpp",
-                                                "task_document"]
-    assert sorted(harness_bt.expr.__all__) == sorted([
+    assert harness_bt.spec.readers.__all__ == ["read_document"]
+    assert sorted(harness_bt.spec.readers.btcpp.__all__) == ["SUPPORTED", "read_btcpp",
+                                                             "task_document"]
+    assert sorted(harness_bt.spec.expr.__all__) == sorted([
         "MISSING", "ExprError", "Expression", "compile_expr", "object_view", "run_env"])
-    for module in (harness_bt.spec, harness_bt.validate, harness_bt.viz, harness_bt.btcpp,
-                   harness_bt.expr):
+    for module in (harness_bt.spec, harness_bt.viz, harness_bt.spec.readers,
+                   harness_bt.spec.readers.btcpp, harness_bt.spec.expr):
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)
+
+
+def test_the_documents_package_loads_its_names_on_first_use() -> None:
+    """``harness_bt.spec`` names its exports without importing them: the run-time parts of
+    the framework use its low layers (expressions, the chart rules) without the compiler."""
+    import harness_bt.spec
+
+    assert set(dir(harness_bt.spec)) >= set(harness_bt.spec.__all__)
+    assert harness_bt.spec.load_task.__module__ == "harness_bt.spec.loader"
+    try:
+        harness_bt.spec.not_a_name  # noqa: B018
+    except AttributeError as exc:
+        assert "not_a_name" in str(exc)
+    else:
+        raise AssertionError("an unknown name must raise AttributeError")

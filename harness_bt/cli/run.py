@@ -35,7 +35,7 @@ from harness_bt.run.journal import RunJournal
 from harness_bt.run.resume import DurableRun, open_durable, start_durable
 from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions, runtime_registry
-from harness_bt.tasks import load_task
+from harness_bt.spec import load_task
 
 __all__ = ["parse_inject", "render_summary", "resume", "run"]
 

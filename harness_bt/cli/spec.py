@@ -108,10 +108,10 @@ def import_xml(
     skills: str = typer.Option(None, "--skills", help=SKILLS_HELP),
 ) -> None:
     """Import a BehaviorTree.CPP v4 XML tree as a task file (checked before it is written)."""
-    from harness_bt.btcpp import import_task
     from harness_bt.spec.dump import dump_yaml
+    from harness_bt.spec.loader import import_btcpp
 
-    spec = import_task(file, tree=tree, name=name, skills=resolve_skills(skills))
+    spec = import_btcpp(file, tree=tree, name=name, skills=resolve_skills(skills))
     text = dump_yaml(spec, header=f"imported from {file.name} (BehaviorTree.CPP v4)")
     if output is None:
         typer.echo(text, nl=False)

@@ -9,7 +9,14 @@ SUCCESS, FAILURE and RUNNING mean; each has a :class:`NodeManifest` (ports, desc
 files and drawings.
 """
 
-from harness_bt.nodes.base import HarnessNode, NodeManifest, Port, assign_paths, iter_nodes
+from harness_bt.nodes.base import (
+    HarnessNode,
+    NodeManifest,
+    NodeType,
+    Port,
+    assign_paths,
+    iter_nodes,
+)
 from harness_bt.nodes.conditions import Check, Observe, WaitFor
 from harness_bt.nodes.decorators import RecoveryDone, RecoveryGate, RecoveryGuard, Retry
 from harness_bt.nodes.evaluate import Evaluate
@@ -22,7 +29,7 @@ from harness_bt.nodes.flow import (
     Timeout,
 )
 from harness_bt.nodes.idioms import act_and_evaluate, recover
-from harness_bt.nodes.registry import NodeRegistry, NodeType, build_tree, describe_tree
+from harness_bt.nodes.registry import NodeRegistry, describe_tree
 from harness_bt.nodes.skill_action import SkillAction
 
 __all__ = [
@@ -48,7 +55,6 @@ __all__ = [
     "WaitFor",
     "act_and_evaluate",
     "assign_paths",
-    "build_tree",
     "describe_tree",
     "iter_nodes",
     "recover",

@@ -3,7 +3,7 @@ its binding to the run (``setup(context=..., scope=...)``), its path, and failur
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -16,6 +16,7 @@ from harness_bt.errors import DefinitionError
 __all__ = [
     "HarnessNode",
     "NodeManifest",
+    "NodeType",
     "Port",
     "assign_paths",
     "iter_nodes",
@@ -26,7 +27,7 @@ __all__ = [
 class Port:
     """One constructor keyword of a node type. ``type`` is one of ``str, int, float, bool, list,
     dict, any, tree, trees, expr`` (``tree``/``trees``: child subtrees; ``expr``: a
-    :mod:`harness_bt.expr` expression).
+    :mod:`harness_bt.spec.expr` expression).
 
     ``blackboard`` says how the value names blackboard keys, for validation and remapping:
     ``read`` / ``write`` (the value is a key), ``read_values`` (a dict whose values are keys),
@@ -75,6 +76,16 @@ class NodeManifest:
             "status": dict(self.status),
             **({"writes": list(self.writes)} if self.writes else {}),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class NodeType:
+    """A constructor and its manifest: what the ``harness_bt.nodes`` entry points name.
+    ``factory(name=..., **params)`` builds the node; ports of type ``tree`` / ``trees``
+    receive already-built subtrees."""
+
+    factory: Callable[..., py_trees.behaviour.Behaviour]
+    manifest: NodeManifest
 
 
 def iter_nodes(root: py_trees.behaviour.Behaviour) -> Iterator[py_trees.behaviour.Behaviour]:

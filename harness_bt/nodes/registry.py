@@ -1,18 +1,18 @@
 """The node-type registry: type name -> constructor + manifest, so a task file can be validated,
-built and drawn. :func:`build_tree` builds a tree from a neutral nested dict; :func:`describe_tree`
-turns a built tree back into one (what the trace's first event and the drawings use)."""
+built and drawn (:func:`harness_bt.spec.build_tree` builds a tree from a node dict through it);
+:func:`describe_tree` turns a built tree back into data (what the trace's first event and the
+drawings use)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import py_trees
 from py_trees.common import ParallelPolicy
 
 from harness_bt.errors import DefinitionError
-from harness_bt.nodes.base import HarnessNode, NodeManifest, Port
+from harness_bt.nodes.base import HarnessNode, NodeManifest, NodeType, Port
 from harness_bt.nodes.conditions import Check, Observe, WaitFor
 from harness_bt.nodes.decorators import RecoveryDone, RecoveryGate, RecoveryGuard, Retry
 from harness_bt.nodes.evaluate import Evaluate
@@ -26,20 +26,11 @@ from harness_bt.nodes.flow import (
 )
 from harness_bt.nodes.idioms import act_and_evaluate, recover
 from harness_bt.nodes.skill_action import SkillAction
-from harness_bt.plugins import Registry, did_you_mean
+from harness_bt.plugins import Registry
 
-__all__ = ["NodeRegistry", "NodeType", "build_tree", "describe_tree"]
+__all__ = ["NodeRegistry", "builtin_types", "describe_tree"]
 
 Behaviour = py_trees.behaviour.Behaviour
-
-
-@dataclass(frozen=True, slots=True)
-class NodeType:
-    """A constructor and its manifest. ``factory(name=..., **params)`` builds the node; ports of
-    type ``tree`` / ``trees`` receive already-built subtrees."""
-
-    factory: Callable[..., Behaviour]
-    manifest: NodeManifest
 
 
 def _sequence(name: str, children: list[Behaviour], memory: bool = True) -> Behaviour:
@@ -150,74 +141,6 @@ class NodeRegistry(Registry[NodeType]):
     def manifests(self) -> dict[str, dict[str, Any]]:
         return {name: nt.manifest.to_dict() for name, nt in self.items()}
 
-    def build(self, spec: Mapping[str, Any], *, where: str = "tree") -> Behaviour:
-        return build_tree(spec, self, where=where)
-
-
-def build_tree(spec: Mapping[str, Any], registry: NodeRegistry | None = None, *,
-               where: str = "tree") -> Behaviour:
-    """Build a tree from ``{"type": ..., "name": ..., <params>, <tree ports>}``. Every problem in
-    the whole spec is reported at once, each with its place (``tree.children[2]``)."""
-    registry = registry if registry is not None else NodeRegistry(entry_points=True)
-    problems: list[str] = []
-    built = _build(spec, registry, where, problems)
-    if problems or built is None:
-        raise DefinitionError("INVALID_TREE", f"{len(problems)} problem(s) in {where}: "
-                              + "; ".join(problems), where=where,
-                              details={"problems": problems})
-    return built
-
-
-def _build(spec: Any, registry: NodeRegistry, where: str, problems: list[str]
-           ) -> Behaviour | None:
-    if not isinstance(spec, Mapping):
-        problems.append(f"{where}: expected a mapping with 'type' and 'name', got "
-                        f"{type(spec).__name__}")
-        return None
-    kind = spec.get("type")
-    if kind not in registry:
-        known = registry.names()
-        problems.append(f"{where}: unknown node type {kind!r}; known: {', '.join(known)}"
-                        f"{did_you_mean(str(kind), known)}")
-        return None
-    nt = registry.get(str(kind))
-    name = spec.get("name")
-    if not isinstance(name, str) or not name:
-        problems.append(f"{where}: node of type {kind!r} needs a non-empty 'name'")
-        return None
-    ports = {p.name: p for p in nt.manifest.ports}
-    kwargs: dict[str, Any] = {}
-    for key, value in spec.items():
-        if key in ("type", "name"):
-            continue
-        port = ports.get(key)
-        if port is None:
-            problems.append(f"{where} ({kind} {name!r}): unknown param {key!r}; known: "
-                            f"{', '.join(sorted(ports)) or '(none)'}"
-                            f"{did_you_mean(key, list(ports))}")
-            continue
-        if port.type == "tree":
-            kwargs[key] = _build(value, registry, f"{where}.{key}", problems)
-        elif port.type == "trees":
-            if not isinstance(value, list):
-                problems.append(f"{where}.{key}: expected a list of nodes")
-                continue
-            kwargs[key] = [_build(v, registry, f"{where}.{key}[{i}]", problems)
-                           for i, v in enumerate(value)]
-        else:
-            kwargs[key] = value
-    for port in nt.manifest.ports:
-        if port.required and port.name not in spec:
-            problems.append(f"{where} ({kind} {name!r}): missing required param {port.name!r}")
-    if problems:
-        return None
-    try:
-        return nt.factory(name=name, **kwargs)
-    except DefinitionError as exc:
-        problems.append(f"{where}: {exc.message}")
-    except (TypeError, ValueError) as exc:
-        problems.append(f"{where} ({kind} {name!r}): {exc}")
-    return None
 
 
 _TYPE_BY_CLASS: dict[type, str] = {

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_bt.expr import ExprError, compile_expr
 from harness_bt.nodes.base import NodeManifest, Port
 from harness_bt.plugins import did_you_mean
+from harness_bt.spec.expr import ExprError, compile_expr
 from harness_bt.spec.library import Library
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, NodeModels, node_tag
 from harness_bt.spec.problems import Problem, Report, Severity

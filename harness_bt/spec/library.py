@@ -1,61 +1,20 @@
-"""What a task document can use besides its own phases: the registries, and the subtrees and
+"""What a task document can use besides its own phases and the registries: the subtrees and
 guards of the document itself and of every file it includes (YAML libraries, or
 BehaviorTree.CPP XML files whose ``<BehaviorTree ID=...>`` become subtrees)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_bt.context import GuardContext
-from harness_bt.nodes.registry import NodeRegistry
-from harness_bt.skill import SkillRegistry
-from harness_bt.spec.nodes import NodeModels
 from harness_bt.spec.problems import Problem, Report
-from harness_bt.spec.source import DocPath, Document, read_yaml
+from harness_bt.spec.readers import read_document
+from harness_bt.spec.registries import Registries
+from harness_bt.spec.source import DocPath, Document
+from harness_bt.spec.validate.structure import check_library
 
-__all__ = ["GuardDef", "Library", "Registries", "SubtreeDef", "read_document"]
-
-GuardFn = Callable[[GuardContext], bool]
-
-
-@dataclass
-class Registries:
-    """Node types, skills and Python guards a document is checked and built against.
-
-    ``skills=None`` means "use the ``harness_bt.skills`` entry points"; ``nodes=None`` the
-    built-in node types plus the ``harness_bt.nodes`` entry points."""
-
-    nodes: NodeRegistry | None = None
-    skills: SkillRegistry | None = None
-    guards: Mapping[str, GuardFn] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.nodes is None:
-            self.nodes = NodeRegistry(entry_points=True)
-        if self.skills is None:
-            self.skills = SkillRegistry(entry_points=True)
-        self.guards = dict(self.guards)
-        self._models: NodeModels | None = None
-
-    @property
-    def node_registry(self) -> NodeRegistry:
-        assert self.nodes is not None
-        return self.nodes
-
-    @property
-    def skill_registry(self) -> SkillRegistry:
-        assert self.skills is not None
-        return self.skills
-
-    @property
-    def models(self) -> NodeModels:
-        if self._models is None:
-            self._models = NodeModels(self.node_registry, self.skill_registry.names())
-        return self._models
+__all__ = ["GuardDef", "Library", "SubtreeDef"]
 
 
 @dataclass(frozen=True)
@@ -76,18 +35,6 @@ class GuardDef:
     text: str
     doc: Document
     path: DocPath
-
-
-def read_document(path: str | os.PathLike[str], registries: Registries, *,
-                  text: str | None = None) -> tuple[Document, list[Problem]]:
-    """Read a task or library file: YAML (``.yaml``, ``.yml``, ``.json``) or BehaviorTree.CPP
-    XML (``.xml``, read as a library of subtrees)."""
-    suffix = Path(path).suffix.lower()
-    if suffix == ".xml":
-        from harness_bt.btcpp import read_btcpp
-
-        return read_btcpp(path, registries, text=text)
-    return read_yaml(path, text=text)
 
 
 @dataclass
@@ -153,8 +100,6 @@ class Library:
             report.extend(problems)
             if inc.data is None:
                 continue
-            from harness_bt.validate.structure import check_library
-
             report.extend(check_library(inc, registries))
             self._add(inc, registries, report,
                       [*stack, doc.path.resolve() if doc.path is not None else target])

@@ -1,54 +1,54 @@
-"""Load, check and build task documents: the entry points of :mod:`harness_bt.spec`.
+"""Load, check and build tasks: the entry points of :mod:`harness_bt.spec`.
 
-Every path goes the same way: read (YAML with marks, or a Python-built spec) -> check the
-whole document (:func:`harness_bt.validate.check_document`) -> build the core task through
-the neutral dict form. Nothing is built unless the whole document passed; a refused document
-raises :class:`~harness_bt.spec.problems.SpecError` listing every problem with its place.
+Every path goes the same way: read (a reader of :mod:`harness_bt.spec.readers`) -> check the
+whole document (:func:`harness_bt.spec.validate.check.check_document`) -> build the core task
+through the neutral dict form. Nothing is built unless the whole document passed; a refused
+document raises :class:`~harness_bt.spec.problems.SpecError` listing every problem with its
+place. :func:`load_task` takes a task file of any format the project reads.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness_bt.context import GuardContext
 from harness_bt.errors import DefinitionError
-from harness_bt.nodes.registry import NodeRegistry
+from harness_bt.nodes.base import NodeType
 from harness_bt.phases import Task
+from harness_bt.plugins import Registry
 from harness_bt.skill import SkillRegistry
-from harness_bt.spec.build import build, to_neutral
+from harness_bt.spec.compile import compile_task, to_neutral
 from harness_bt.spec.dump import spec_to_data
-from harness_bt.spec.library import Registries, read_document
 from harness_bt.spec.model import TaskSpec
 from harness_bt.spec.problems import Problem, Report
+from harness_bt.spec.readers import read_document
+from harness_bt.spec.readers.btcpp import read_btcpp, task_document
+from harness_bt.spec.readers.python import load_python
+from harness_bt.spec.registries import GuardFn, Registries
 from harness_bt.spec.source import Document
-from harness_bt.validate.check import Checked, check_document
+from harness_bt.spec.validate.check import Checked, check_document
 
-__all__ = ["build_task", "check_file", "check_spec", "load_spec", "load_task",
-           "neutral_form", "validate_file", "validate_spec"]
+__all__ = ["TASK_SUFFIXES", "build_task", "check_file", "check_spec", "import_btcpp",
+           "load_spec", "load_task", "neutral_form", "validate_file", "validate_spec"]
 
-GuardFn = Callable[[GuardContext], bool]
 PathLike = str | os.PathLike[str]
+NodeTypes = Registry[NodeType]
+#: The task files :func:`load_task` reads.
+TASK_SUFFIXES = (".yaml", ".yml", ".json", ".xml", ".py")
 
 
-def _registries(nodes: NodeRegistry | None, skills: SkillRegistry | None,
-                guards: Mapping[str, GuardFn] | None) -> Registries:
-    return Registries(nodes=nodes, skills=skills, guards=dict(guards or {}))
-
-
-def check_file(path: PathLike, *, nodes: NodeRegistry | None = None,
+def check_file(path: PathLike, *, nodes: NodeTypes | None = None,
                skills: SkillRegistry | None = None,
                guards: Mapping[str, GuardFn] | None = None,
                text: str | None = None) -> Checked:
-    """Read and check one task file (``text``: its content, when not read from disk)."""
-    registries = _registries(nodes, skills, guards)
+    """Read and check one document file (``text``: its content, when not read from disk)
+    against the given registries (default: what is installed)."""
+    registries = Registries.installed(nodes=nodes, skills=skills, guards=guards)
     doc, problems = read_document(path, registries, text=text)
     if doc.format == "xml" and isinstance(doc.data, dict):
-        from harness_bt.btcpp import task_document  # a tree file: checked as the task it makes
-
-        try:
+        try:  # a tree file: checked as the task it makes
             doc = task_document(doc)
         except DefinitionError as exc:
             problems = [*problems, Problem(exc.code, exc.message, doc.file, fix=exc.fix or "")]
@@ -56,11 +56,11 @@ def check_file(path: PathLike, *, nodes: NodeRegistry | None = None,
 
 
 def check_spec(spec: TaskSpec, *, base_dir: PathLike | None = None,
-               nodes: NodeRegistry | None = None, skills: SkillRegistry | None = None,
+               nodes: NodeTypes | None = None, skills: SkillRegistry | None = None,
                guards: Mapping[str, GuardFn] | None = None) -> Checked:
     """Check a spec built in Python (its includes are relative to ``base_dir``, default the
     working directory). Problems name document paths instead of lines."""
-    registries = _registries(nodes, skills, guards)
+    registries = Registries.installed(nodes=nodes, skills=skills, guards=guards)
     here = Path(base_dir) if base_dir is not None else Path.cwd()
     doc = Document(f"<python: {spec.name}>", spec_to_data(spec), path=here / "<python>",
                    format="python")
@@ -82,33 +82,65 @@ def _passed(checked: Checked) -> Checked:
     return checked
 
 
-def load_spec(path: PathLike, *, nodes: NodeRegistry | None = None,
+def load_spec(path: PathLike, *, nodes: NodeTypes | None = None,
               skills: SkillRegistry | None = None,
               guards: Mapping[str, GuardFn] | None = None) -> TaskSpec:
-    """The spec of a task file, once the whole file passed its checks."""
+    """The spec of a task document, once the whole file passed its checks."""
     checked = _passed(check_file(path, nodes=nodes, skills=skills, guards=guards))
     assert checked.spec is not None
     return checked.spec
 
 
-def load_task(path: PathLike, *, nodes: NodeRegistry | None = None,
+def load_task(path: PathLike, *, nodes: NodeTypes | None = None,
               skills: SkillRegistry | None = None,
               guards: Mapping[str, GuardFn] | None = None) -> Task:
-    """Load a task file (YAML; or BehaviorTree.CPP XML through a YAML that includes it) and
-    build its :class:`~harness_bt.Task`. Without ``skills`` / ``nodes`` the registries come
-    from the entry points, as :class:`~harness_bt.TaskRunner` does; ``guards`` are Python
-    guards by name."""
-    return build(_passed(check_file(path, nodes=nodes, skills=skills, guards=guards)))
+    """The task in a file of any format :data:`TASK_SUFFIXES` names, checked as a whole and
+    built: a YAML / JSON document, a BehaviorTree.CPP XML tree file (run as a one-phase task),
+    or a Python file (a ``TaskSpec`` it makes is checked like a document; a ready
+    :class:`~harness_bt.Task` is taken as it is). Without ``skills`` / ``nodes`` the
+    registries are what is installed, as :class:`~harness_bt.TaskRunner` has them; ``guards``
+    are Python guards by name."""
+    file = Path(path)
+    if not file.is_file():
+        raise DefinitionError("TASK_NOT_FOUND", f"no task file at {str(file)!r}", where=str(file),
+                              fix="give the path of a task file, e.g. trees/pick_cube.yaml")
+    suffix = file.suffix.lower()
+    if suffix not in TASK_SUFFIXES:
+        raise DefinitionError("UNKNOWN_TASK_FORMAT", f"{file}: unknown task file type "
+                              f"{file.suffix!r}", where=str(file),
+                              fix=f"use one of {', '.join(TASK_SUFFIXES)}")
+    if suffix == ".py":
+        made = load_python(file)
+        if isinstance(made, Task):
+            return made
+        return build_task(made, base_dir=file.parent, nodes=nodes, skills=skills,
+                          guards=guards)
+    return compile_task(_passed(check_file(file, nodes=nodes, skills=skills, guards=guards)))
 
 
 def build_task(spec: TaskSpec, *, base_dir: PathLike | None = None,
-               nodes: NodeRegistry | None = None, skills: SkillRegistry | None = None,
+               nodes: NodeTypes | None = None, skills: SkillRegistry | None = None,
                guards: Mapping[str, GuardFn] | None = None) -> Task:
     """Check a Python-built spec as a whole, then build its task."""
-    return build(_passed(check_spec(spec, base_dir=base_dir, nodes=nodes, skills=skills,
-                                    guards=guards)))
+    return compile_task(_passed(check_spec(spec, base_dir=base_dir, nodes=nodes, skills=skills,
+                                           guards=guards)))
 
 
 def neutral_form(path: PathLike, **registries: Any) -> dict[str, Any]:
     """The neutral dict form of a task file (what :meth:`Task.from_dict` receives)."""
     return to_neutral(_passed(check_file(path, **registries)))[0]
+
+
+def import_btcpp(path: PathLike, *, tree: str | None = None, name: str | None = None,
+                 skills: SkillRegistry | None = None,
+                 nodes: NodeTypes | None = None) -> TaskSpec:
+    """A task that runs one tree of a BehaviorTree.CPP v4 file (see
+    :func:`~harness_bt.spec.readers.btcpp.task_document`), for ``harness import-xml``. The
+    whole result is checked (problems point into the XML)."""
+    registries = Registries.installed(nodes=nodes, skills=skills)
+    xml, problems = read_btcpp(path, registries)
+    Report(list(problems)).raise_for_errors(str(path))
+    checked = check_document(task_document(xml, tree=tree, name=name), registries)
+    checked.report.raise_for_errors(str(path))
+    assert checked.spec is not None
+    return checked.spec

@@ -25,9 +25,9 @@ from pydantic import (
     create_model,
 )
 
-from harness_bt.nodes.base import NodeManifest, Port
-from harness_bt.nodes.registry import NodeRegistry
+from harness_bt.nodes.base import NodeManifest, NodeType, Port
 from harness_bt.nodes.skill_action import SkillAction
+from harness_bt.plugins import Registry
 from harness_bt.spec.model import NODE_REF, Int
 
 __all__ = ["SKILL_TAG", "SUBTREE_TAG", "NodeModels", "SubtreeRef", "node_tag", "resolve_node_refs"]
@@ -79,7 +79,7 @@ _SCALAR: dict[str, Any] = {"str": str, "int": Int, "float": float, "bool": bool,
 class NodeModels:
     """The node union for one pair of registries (node types; skill names when known)."""
 
-    registry: NodeRegistry
+    registry: Registry[NodeType]
     skills: Sequence[str] | None = None
 
     def __post_init__(self) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 from harness_bt.nodes.registry import NodeRegistry
 from harness_bt.skill import SkillRegistry
-from harness_bt.spec.library import Registries
 from harness_bt.spec.model import LibrarySpec, TaskSpec
 from harness_bt.spec.nodes import resolve_node_refs
+from harness_bt.spec.registries import Registries
 
 __all__ = ["BUILTIN_SCHEMA", "SCHEMA_DIALECT", "builtin_schema", "render_schema", "task_schema"]
 
@@ -23,7 +23,7 @@ def task_schema(nodes: NodeRegistry | None = None, skills: SkillRegistry | None 
                 library: bool = False) -> dict[str, Any]:
     """The schema of a task file (``library=True``: of an included file) for these
     registries (default: the built-ins and entry points)."""
-    registries = Registries(nodes=nodes, skills=skills)
+    registries = Registries.installed(nodes=nodes, skills=skills)
     model = LibrarySpec if library else TaskSpec
     schema = resolve_node_refs(model.model_json_schema(by_alias=True,
                                                        ref_template="#/$defs/{model}"))

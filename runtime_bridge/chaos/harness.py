@@ -43,7 +43,7 @@ def load_workload(spec: str) -> tuple[Task, SkillRegistry | None, Perception]:
         task, skills = made
         return task, skills, scripted_perception
     from harness_bt.run.episodes import perception_registry
-    from harness_bt.tasks import load_task
+    from harness_bt.spec import load_task
 
     registry = perception_registry()
     names = registry.names()

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 from harness_bt.run.episodes import RunReport, percentile, run_episodes  # noqa: E402
 from harness_bt.runtime.episodes import RunOptions  # noqa: E402
-from harness_bt.tasks import load_task  # noqa: E402
+from harness_bt.spec import load_task  # noqa: E402
 from runtime_bridge.inproc import open_runtime  # noqa: E402
 from runtime_bridge.sim import FaultRates, ScriptedPicker, SimConfig, SimEnv  # noqa: E402
 

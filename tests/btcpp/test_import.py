@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from harness_bt import FakeClock, TaskRunner
-from harness_bt.btcpp import SUPPORTED, import_task, read_btcpp
+from harness_bt.spec import import_btcpp
+from harness_bt.spec.readers.btcpp import SUPPORTED, read_btcpp
 from harness_bt.spec import SpecError, build_task, check_file, dump_yaml, neutral_form
-from harness_bt.spec.library import Registries
+from harness_bt.spec.registries import Registries
 from harness_bt.testing.example import example_runtime, example_skills
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -88,7 +89,7 @@ def test_every_tag_maps_to_its_node() -> None:
 
 
 def test_the_imported_tree_runs_to_its_forced_failure() -> None:
-    spec = import_task(EVERY_TAG, skills=example_skills())
+    spec = import_btcpp(EVERY_TAG, skills=example_skills())
     assert [p.id for p in spec.phases] == ["main", "done", "aborted_failed", "aborted_unknown",
                                            "aborted_budget_exhausted"]
     task = build_task(spec, skills=example_skills())
@@ -135,7 +136,7 @@ def test_the_import_command_writes_a_task_that_validates(tmp_path: Path) -> None
     assert "tree: {subtree: FetchCup}" in text
     assert main(["validate", str(out), "--skills",
                  "harness_bt.testing.example:example_skills"]) == 0
-    assert dump_yaml(import_task(EVERY_TAG, skills=example_skills())) in text
+    assert dump_yaml(import_btcpp(EVERY_TAG, skills=example_skills())) in text
 
 
 @pytest.mark.parametrize(("body", "expected"), [
@@ -182,7 +183,7 @@ def test_import_problems_point_into_the_xml(tmp_path: Path) -> None:
     path = tmp_path / "tree.xml"
     path.write_text(wrap('    <Navigate x_m="1.5"/>'))
     with pytest.raises(SpecError) as err:
-        import_task(path, skills=example_skills())
+        import_btcpp(path, skills=example_skills())
     assert err.value.details["problems"] == [
         f"{path}:3:5: error MISSING_PARAM: skill 'navigate' needs param 'y_m' and "
         "act_and_evaluate 'navigate' does not give it (at subtrees.Main.params); fix: give it in "
@@ -190,7 +191,7 @@ def test_import_problems_point_into_the_xml(tmp_path: Path) -> None:
         "NavigateParams(x_m: float, y_m: float, yaw_rad: float = ..., landmark: str = ...)"]
     path.write_text(wrap('    <Navigate x_m="far" y_m="0"/>'))
     with pytest.raises(SpecError, match="x_m='far': could not convert string to float"):
-        import_task(path, skills=example_skills())
+        import_btcpp(path, skills=example_skills())
 
 
 def test_harness_validate_checks_an_xml_file_as_the_task_it_makes(

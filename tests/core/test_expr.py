@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from harness_bt.expr import MISSING, ExprError, compile_expr, run_env
+from harness_bt.spec.expr import MISSING, ExprError, compile_expr, run_env
 
 
 def env(bb: dict[str, Any] | None = None, outcome: dict[str, Any] | None = None) -> Any:

@@ -234,3 +234,59 @@ def test_no_skills_registered_says_how_to_provide_them(tmp_path: Path) -> None:
         "(none) (at phases[0].tree.skill); fix: use a registered skill, or install the package "
         "that provides it (no skills are registered: install a skills package, or pass --skills "
         "module:factory)"]
+
+
+PARALLEL_LEFT_BY_ONE_REGION = """\
+name: demo
+phases:
+  - id: both
+    kind: parallel
+    regions:
+      - id: wait
+        tree: {type: wait_for, name: w, seconds: 0.1}
+        transitions: [{event: succeeded, target: done}]
+      - id: idle
+        tree: {type: running, name: r}
+  - {id: done, kind: final}
+"""
+
+
+def test_a_parallel_phase_that_one_region_leaves_has_an_exit(tmp_path: Path) -> None:
+    """A region's transition out of the parallel phase exits the phase and every region:
+    neither is reported NO_EXIT."""
+    assert check(PARALLEL_LEFT_BY_ONE_REGION, tmp_path) == []
+    stuck = PARALLEL_LEFT_BY_ONE_REGION.replace("target: done}]", "target: idle}]")
+    problems = check(stuck, tmp_path)  # wait only moves within the parallel phase
+    assert [p.split(": error ")[1].split(":")[0] for p in problems] == [
+        "NO_EXIT", "NO_EXIT", "UNREACHABLE_PHASE"]
+    assert "phase 'both' has no transition out" in problems[0]
+    assert "phase 'idle' has no transition out" in problems[1]
+
+
+def test_a_python_task_is_held_to_the_chart_rules_of_a_document(tmp_path: Path) -> None:
+    import py_trees
+
+    from harness_bt import Final, Phase, Task, on
+    from harness_bt.errors import DefinitionError
+
+    text = HEAD + """\
+  - id: work
+    tree: {type: success, name: ok}
+    transitions: [{event: succeeded, target: done}]
+  - id: lost
+    tree: {type: success, name: ok}
+    transitions: [{event: succeeded, target: done}]
+  - {id: done, kind: final}
+"""
+    assert [p.split(": error ")[1].split(":")[0] for p in check(text, tmp_path)] == [
+        "UNREACHABLE_PHASE"]
+    with pytest.raises(DefinitionError) as err:
+        Task("demo", [
+            Phase("work", lambda: py_trees.behaviours.Success("ok"),
+                  transitions=[on("succeeded", "done")]),
+            Phase("lost", lambda: py_trees.behaviours.Success("ok"),
+                  transitions=[on("succeeded", "done")]),
+            Final("done")])
+    assert err.value.details["problems"] == [
+        "UNREACHABLE_PHASE: phase 'lost' can never be entered: no transition leads to it from "
+        "the initial phase 'work' (at phases[1].id)"]

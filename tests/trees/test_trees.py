@@ -12,7 +12,7 @@ from harness_bt import EvaluatorRegistry, FakeClock, SkillRegistry, Task, TaskRu
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.base import iter_nodes
 from harness_bt.nodes.skill_action import SkillAction
-from harness_bt.tasks import load_task
+from harness_bt.spec import load_task
 from harness_bt.testing import FakeRuntime
 
 TREES = Path(__file__).resolve().parents[2] / "trees"

@@ -12,13 +12,14 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from harness_bt.plugins import did_you_mean
-from harness_bt.spec.library import Registries
 from harness_bt.spec.model import EVENTS, LibrarySpec, TaskSpec, phase_tag
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, node_tag
 from harness_bt.spec.problems import Problem
+from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import DocPath, Document, format_path
 
-__all__ = ["Structure", "check_library", "check_task", "find_trees", "nonfinite"]
+__all__ = ["Structure", "check_library", "check_task", "check_tree_shape", "find_trees",
+           "nonfinite"]
 
 TagFn = Callable[[Any], str | None]
 _TYPES = {"string_type": "text", "int_type": "a whole number", "float_type": "a number",
@@ -203,7 +204,8 @@ class Structure:
                         f"{', '.join(EVENTS)}{did_you_mean(str(value), EVENTS)}",
                         "transitions fire on a tree's outcome or on 'done'")
         if kind == "literal_error" and field == "skill":
-            known = self.registries.skill_registry.names()
+            skills = self.registries.skills
+            known = [] if skills is None else skills.names()
             return make("UNKNOWN_SKILL", f"unknown skill {value!r}; known: "
                         f"{', '.join(known) or '(none)'}{did_you_mean(str(value), known)}",
                         "use a registered skill, or install the package that provides it")
@@ -247,7 +249,7 @@ class Structure:
                     f" (got {_describe(value)})", "see the JSON Schema (harness schema)")
 
     def _node_type(self, value: Any, make: Callable[[str, str, str], Problem]) -> Problem:
-        known = self.registries.node_registry.names()
+        known = self.registries.nodes.names()
         if isinstance(value, dict) and "type" in value:
             return make("UNKNOWN_NODE_TYPE", f"unknown node type {value['type']!r}; known: "
                         f"{', '.join(known)}{did_you_mean(str(value['type']), known)}",
@@ -370,15 +372,24 @@ def _check(doc: Document, registries: Registries, model: type[BaseModel], what: 
         if model is TaskSpec:
             spec = lenient_task(doc.data, exc, structure)
     for tree_path in find_trees(doc.data):
-        tree = doc.get(tree_path)
-        try:
-            registries.models.adapter.validate_python(tree)
-        except ValidationError as exc:
-            for problem, path in structure.problems(exc, tree, tree_path, node_tag):
-                problems.append(problem)
-                bad_nodes.add(_node_of(doc, path, tree_path))
+        found, bad = check_tree_shape(doc, tree_path, registries)
+        problems += found
+        bad_nodes |= bad
     problems += nonfinite(doc)
     return spec, problems, bad_nodes
+
+
+def check_tree_shape(doc: Document, tree_path: DocPath, registries: Registries
+                     ) -> tuple[list[Problem], set[DocPath]]:
+    """The tree at ``tree_path`` against the node models: its problems, and the paths of the
+    nodes they are in (their finer checks are skipped)."""
+    tree = doc.get(tree_path)
+    try:
+        registries.models.adapter.validate_python(tree)
+    except ValidationError as exc:
+        found = Structure(doc, registries).problems(exc, tree, tree_path, node_tag)
+        return [p for p, _ in found], {_node_of(doc, path, tree_path) for _, path in found}
+    return [], set()
 
 
 def _node_of(doc: Document, path: DocPath, tree_path: DocPath) -> DocPath:

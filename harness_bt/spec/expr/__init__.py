@@ -38,8 +38,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness_bt.expr.evaluate import MISSING, Resolver, evaluate, object_view, run_env
-from harness_bt.expr.syntax import ExprError, Node, parse, unparse, walk
+from harness_bt.spec.expr.evaluate import MISSING, Resolver, evaluate, object_view, run_env
+from harness_bt.spec.expr.syntax import ExprError, Node, parse, unparse, walk
 
 __all__ = ["MISSING", "ExprError", "Expression", "compile_expr", "object_view", "run_env"]
 

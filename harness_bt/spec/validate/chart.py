@@ -1,24 +1,28 @@
-"""Checks on the statechart of phases: ids, initials, finals, transition targets and events,
-guards (by name, or inline expressions that must parse), phases no run can reach, and phases
-a run could never leave."""
+"""The statechart rules of a task, written once for every source: ids, initials, finals,
+transition targets and events, guards (by name, or inline expressions that must parse),
+phases no run can reach, and phases a run could never leave.
+
+The rules read phases by their attributes (``id``, ``kind``, ``transitions``, ``phases`` /
+``regions``, ``initial``, ``reason``), so they check a document's phases (the
+:mod:`~harness_bt.spec.model` classes, problems placed by the document's marks) and a
+Python-built :class:`~harness_bt.Task`'s phases (:mod:`harness_bt.phases`, placed by the path
+of the phase) alike."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness_bt.expr import ExprError, compile_expr
 from harness_bt.plugins import did_you_mean
-from harness_bt.spec.library import Library, Registries
-from harness_bt.spec.model import AtomicSpec, CompoundSpec, FinalSpec, ParallelSpec, TaskSpec
+from harness_bt.spec.expr import ExprError, compile_expr
 from harness_bt.spec.problems import Problem, Severity
-from harness_bt.spec.source import DocPath, Document, format_path
+from harness_bt.spec.source import DocPath, format_path
 
-__all__ = ["PhaseAt", "check_chart", "check_guard_texts", "walk_phases"]
+__all__ = ["GUARD_ROOTS", "PhaseAt", "check_chart", "walk_phases"]
 
-Phase = AtomicSpec | CompoundSpec | ParallelSpec | FinalSpec
-_GUARD_ROOTS = ("outcome", "bb", "world")
+#: What a transition guard expression may read.
+GUARD_ROOTS = ("outcome", "bb", "world")
 
 
 @dataclass(frozen=True)
@@ -31,14 +35,19 @@ class PhaseAt:
 
 
 def _kids(phase: Any) -> tuple[str, list[Any]]:
-    if isinstance(phase, CompoundSpec):
+    if phase.kind == "compound":
         return "phases", list(phase.phases)
-    if isinstance(phase, ParallelSpec):
+    if phase.kind == "parallel":
         return "regions", list(phase.regions)
     return "", []
 
 
-def walk_phases(spec: TaskSpec) -> Iterator[PhaseAt]:
+def _reason(final: Any) -> str:
+    """A final's reason: given, else its id."""
+    return final.reason if final.reason is not None else final.id
+
+
+def walk_phases(phases: Sequence[Any]) -> Iterator[PhaseAt]:
     """Every phase, pre-order, with its path and ancestors."""
     def walk(items: list[Any], path: DocPath, parents: tuple[str, ...]) -> Iterator[PhaseAt]:
         for i, phase in enumerate(items):
@@ -46,25 +55,25 @@ def walk_phases(spec: TaskSpec) -> Iterator[PhaseAt]:
             yield PhaseAt(phase, here, parents)
             key, kids = _kids(phase)
             yield from walk(kids, (*here, key), (*parents, phase.id))
-    yield from walk(list(spec.phases), ("phases",), ())
+    yield from walk(list(phases), ("phases",), ())
 
 
 class _ChartChecks:
-    def __init__(self, spec: TaskSpec, doc: Document, library: Library,
-                 registries: Registries) -> None:
-        self.spec = spec
-        self.doc = doc
-        self.library = library
-        self.registries = registries
+    def __init__(self, phases: Sequence[Any], initial: str | None,
+                 where: Callable[[DocPath], str], guards: Collection[str] | None) -> None:
+        self.phases = list(phases)
+        self.initial = initial
+        self.where = where
+        self.guards = guards
         self.out: list[Problem] = []
-        self.at = list(walk_phases(spec))
+        self.at = list(walk_phases(self.phases))
         self.by_id: dict[str, PhaseAt] = {}
         for p in self.at:
             self.by_id.setdefault(p.phase.id, p)
 
     def add(self, code: str, message: str, path: DocPath, fix: str,
             severity: Severity = Severity.ERROR) -> None:
-        self.out.append(Problem(code, message, self.doc.where(path), fix=fix,
+        self.out.append(Problem(code, message, self.where(path), fix=fix,
                                 severity=severity, path=format_path(path)))
 
     def ids(self) -> None:
@@ -72,40 +81,40 @@ class _ChartChecks:
         for p in self.at:
             if p.phase.id in seen:
                 self.add("DUPLICATE_PHASE", f"phase id {p.phase.id!r} is used twice (first at "
-                         f"{self.doc.where((*seen[p.phase.id].path, 'id'))})", (*p.path, "id"),
+                         f"{self.where((*seen[p.phase.id].path, 'id'))})", (*p.path, "id"),
                          "give every phase its own id (ids name chart states and commands)")
             else:
                 seen[p.phase.id] = p
-        top = list(self.spec.phases)
-        if not any(isinstance(phase, FinalSpec) for phase in top):
+        top = self.phases
+        if not any(phase.kind == "final" for phase in top):
             self.add("NO_FINAL", "the task has no top-level final phase: it could never end",
                      ("phases",), "add e.g. '- {id: done, kind: final}'")
         for i, final in enumerate(top):
-            if isinstance(final, FinalSpec):
-                reason = final.reason if final.reason is not None else final.id
+            if final.kind == "final":
+                reason = _reason(final)
                 if reason != "done" and not reason.startswith("aborted_"):
                     self.add("INVALID_FINAL_REASON", f"top-level final {final.id!r}: reason "
                              f"{reason!r} must be 'done' or start with 'aborted_'",
                              ("phases", i, "reason" if final.reason is not None else "id"),
                              f"call it 'done' or 'aborted_{reason}'")
         known = [phase.id for phase in top]
-        if self.spec.initial is not None and self.spec.initial not in known:
-            self.add("UNKNOWN_INITIAL", f"initial {self.spec.initial!r} is not a top-level "
+        if self.initial is not None and self.initial not in known:
+            self.add("UNKNOWN_INITIAL", f"initial {self.initial!r} is not a top-level "
                      f"phase; top-level: {', '.join(known)}"
-                     f"{did_you_mean(self.spec.initial, known)}", ("initial",),
+                     f"{did_you_mean(self.initial, known)}", ("initial",),
                      "name a top-level phase")
         for p in self.at:
             phase = p.phase
-            if isinstance(phase, CompoundSpec) and phase.initial is not None and \
+            if phase.kind == "compound" and phase.initial is not None and \
                     phase.initial not in {c.id for c in phase.phases}:
                 known = [c.id for c in phase.phases]
                 self.add("UNKNOWN_INITIAL", f"compound {phase.id!r}: initial "
                          f"{phase.initial!r} is not one of its phases {known}"
                          f"{did_you_mean(phase.initial, known)}", (*p.path, "initial"),
                          "name one of its phases")
-            if isinstance(phase, ParallelSpec):
+            if phase.kind == "parallel":
                 for j, region in enumerate(phase.regions):
-                    if isinstance(region, FinalSpec | ParallelSpec):
+                    if region.kind in ("final", "parallel"):
                         self.add("INVALID_REGION", f"parallel {phase.id!r}: region "
                                  f"{region.id!r} is a {region.kind} phase; a region is an "
                                  "atomic or compound phase", (*p.path, "regions", j),
@@ -113,7 +122,6 @@ class _ChartChecks:
 
     def transitions(self) -> None:
         ids = list(self.by_id)
-        names = set(self.library.guards) | set(self.registries.guards)
         for p in self.at:
             phase = p.phase
             for i, t in enumerate(getattr(phase, "transitions", ())):
@@ -124,28 +132,35 @@ class _ChartChecks:
                              f"{', '.join(ids)}{did_you_mean(t.target, ids)}",
                              (*here, "target"), "name an existing phase")
                 if t.event == "done":
-                    if not isinstance(phase, CompoundSpec | ParallelSpec):
+                    if phase.kind not in ("compound", "parallel"):
                         self.add("DONE_ON_ATOMIC", f"phase {phase.id!r}: 'done' fires only on "
                                  "compound or parallel phases", (*here, "event"),
                                  "use succeeded / failed / unknown / budget_exhausted")
-                    elif isinstance(phase, CompoundSpec) and not any(
-                            isinstance(c, FinalSpec) for c in phase.phases):
+                    elif phase.kind == "compound" and not any(
+                            c.kind == "final" for c in phase.phases):
                         self.add("DONE_NEVER_FIRES", f"compound {phase.id!r} has no final "
                                  "phase, so its 'done' never fires", (*here, "event"),
                                  "add a final phase inside it", Severity.WARNING)
-                if t.guard is not None and t.guard not in names:
-                    self.add("UNKNOWN_GUARD", f"phase {phase.id!r}: unknown guard {t.guard!r}; "
-                             f"known: {', '.join(sorted(names)) or '(none)'}"
-                             f"{did_you_mean(t.guard, names)}", (*here, "guard"),
-                             "define it under 'guards:' (an expression) or register it in "
-                             "Python, or write the condition inline with 'when:'")
-                if t.when is not None:
-                    try:
-                        compile_expr(t.when, roots=_GUARD_ROOTS)
-                    except ExprError as exc:
-                        self.add("INVALID_EXPRESSION", f"guard of phase {phase.id!r}: "
-                                 f"{exc.message} at column {exc.column} of {t.when!r}",
-                                 (*here, "when"), exc.fix or "see harness_bt.expr")
+                self.guard(phase, t, here)
+
+    def guard(self, phase: Any, t: Any, here: DocPath) -> None:
+        """A guard by name must be known (when guards are names: a document's); an inline
+        ``when`` must parse."""
+        names = self.guards
+        if names is not None and t.guard is not None and t.guard not in names:
+            self.add("UNKNOWN_GUARD", f"phase {phase.id!r}: unknown guard {t.guard!r}; "
+                     f"known: {', '.join(sorted(names)) or '(none)'}"
+                     f"{did_you_mean(t.guard, set(names))}", (*here, "guard"),
+                     "define it under 'guards:' (an expression) or register it in "
+                     "Python, or write the condition inline with 'when:'")
+        when = getattr(t, "when", None)
+        if when is not None:
+            try:
+                compile_expr(when, roots=GUARD_ROOTS)
+            except ExprError as exc:
+                self.add("INVALID_EXPRESSION", f"guard of phase {phase.id!r}: "
+                         f"{exc.message} at column {exc.column} of {when!r}",
+                         (*here, "when"), exc.fix or "see harness_bt.spec.expr")
 
     def reachability(self) -> None:
         parent: dict[str, str | None] = {p.phase.id: (p.parents[-1] if p.parents else None)
@@ -162,14 +177,14 @@ class _ChartChecks:
                 reached.add(up)
                 up = parent.get(up)
             phase = specs[pid]
-            if isinstance(phase, CompoundSpec):
+            if phase.kind == "compound":
                 enter(phase.initial or phase.phases[0].id)
-            elif isinstance(phase, ParallelSpec):
+            elif phase.kind == "parallel":
                 for region in phase.regions:
                     enter(region.id)
 
-        initial = self.spec.initial
-        top = initial if initial is not None and initial in specs else self.spec.phases[0].id
+        initial = self.initial
+        top = initial if initial is not None and initial in specs else self.phases[0].id
         enter(top)
         while True:
             before = len(reached)
@@ -185,14 +200,34 @@ class _ChartChecks:
                          (*p.path, "id"), "add a transition that targets it, or remove it")
 
     def exits(self) -> None:
-        has_exit: dict[str, bool] = {}
+        """A phase can be left when a transition can fire while it is active and lead out of
+        it: one of its own or of a phase around it; one of a phase inside it that leads
+        outside it; or one of a phase in another region of a parallel phase around both, that
+        leads out of that parallel phase."""
+        around = {p.phase.id: p.parents for p in self.at}
+        kinds = {p.phase.id: p.phase.kind for p in self.at}
+
+        def inside(pid: str, container: str) -> bool:
+            return pid == container or container in around.get(pid, ())
+
+        moves = [(p.phase.id, t.target) for p in self.at
+                 for t in getattr(p.phase, "transitions", ())]
+
+        def can_leave(pid: str) -> bool:
+            for source, target in moves:
+                if source == pid or source in around[pid]:
+                    return True
+                if pid in around[source] and not inside(target, pid):
+                    return True
+                shared = [a for a in around[pid] if a in around[source]]
+                if shared and kinds[shared[-1]] == "parallel" and not inside(target, shared[-1]):
+                    return True
+            return False
+
         for p in self.at:
-            has_exit[p.phase.id] = has_exit.get(p.phase.id, False) or bool(
-                getattr(p.phase, "transitions", ()))
-        for p in self.at:
-            if isinstance(p.phase, FinalSpec):
+            if p.phase.kind == "final" or p.phase.id not in around:
                 continue
-            if not has_exit[p.phase.id] and not any(has_exit[a] for a in p.parents):
+            if not can_leave(p.phase.id):
                 self.add("NO_EXIT", f"phase {p.phase.id!r} has no transition out, nor do the "
                          "phases around it: a run that enters it could never leave",
                          (*p.path, "id"), "add transitions, e.g. on succeeded to the next "
@@ -201,30 +236,17 @@ class _ChartChecks:
     def run(self) -> list[Problem]:
         self.ids()
         self.transitions()
-        if not any(problem.code in ("DUPLICATE_PHASE", "UNKNOWN_INITIAL")
-                   for problem in self.out):
+        if self.phases and not any(problem.code in ("DUPLICATE_PHASE", "UNKNOWN_INITIAL")
+                                   for problem in self.out):
             self.reachability()
         self.exits()
         return self.out
 
 
-def check_chart(spec: TaskSpec, doc: Document, library: Library,
-                registries: Registries) -> list[Problem]:
-    """Every statechart problem of a parsed task."""
-    return _ChartChecks(spec, doc, library, registries).run()
-
-
-def check_guard_texts(library: Library) -> list[Problem]:
-    """Each named guard (in any document of the library) must parse."""
-    out = []
-    for guard in library.guards.values():
-        if not isinstance(guard.text, str):
-            continue
-        try:
-            compile_expr(guard.text, roots=_GUARD_ROOTS)
-        except ExprError as exc:
-            out.append(Problem("INVALID_EXPRESSION", f"guard {guard.name!r}: {exc.message} at "
-                               f"column {exc.column} of {guard.text!r}",
-                               guard.doc.where(guard.path), fix=exc.fix or "see harness_bt.expr",
-                               path=format_path(guard.path)))
-    return out
+def check_chart(phases: Sequence[Any], *, initial: str | None,
+                where: Callable[[DocPath], str],
+                guards: Collection[str] | None = None) -> list[Problem]:
+    """Every statechart problem of these phases (top level first). ``where`` places a path
+    (a document's marks, or a Python task's name); ``guards`` are the known guard names (a
+    document's), None when guards are not names (a Python task's are functions)."""
+    return _ChartChecks(phases, initial, where, guards).run()

@@ -1,6 +1,6 @@
 """Evaluating parsed expressions over read-only views, and the views of a run (blackboard,
 world, a transition's outcome). Nothing here raises on odd data: a path that leads nowhere is
-:data:`MISSING`, a comparison of different kinds is false. See :mod:`harness_bt.expr`."""
+:data:`MISSING`, a comparison of different kinds is false. See :mod:`harness_bt.spec.expr`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness_bt.expr.syntax import Node
+from harness_bt.spec.expr.syntax import Node
 
 __all__ = ["MISSING", "Resolver", "evaluate", "object_view", "run_env"]
 

@@ -1,5 +1,5 @@
 """BehaviorTree.CPP elements -> the neutral node dicts: the tags the importer supports, and
-the leaves that name a registered skill or node type. See :mod:`harness_bt.btcpp`."""
+the leaves that name a registered skill or node type. See :mod:`harness_bt.spec.readers.btcpp`."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_bt.btcpp.elements import Element, snake
 from harness_bt.plugins import did_you_mean
-from harness_bt.spec.library import Registries
+from harness_bt.skill import SkillRegistry
 from harness_bt.spec.problems import Problem
+from harness_bt.spec.readers.btcpp.elements import Element, snake
+from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import DocPath, Document, Mark, format_path
 
 __all__ = ["SUPPORTED", "TreeReader"]
@@ -270,8 +271,9 @@ class TreeReader:
         return out
 
     def leaf(self, el: Element, tag: str, path: DocPath) -> dict[str, Any] | None:
-        skills = self.registries.skill_registry
-        nodes = self.registries.node_registry
+        skills = self.registries.skills if self.registries.skills is not None \
+            else SkillRegistry()
+        nodes = self.registries.nodes
         candidates = list(dict.fromkeys([tag, snake(tag)]))
         skill = next((c for c in candidates if c in skills), None)
         node_type = next((c for c in candidates if c in nodes), None)
@@ -298,10 +300,11 @@ class TreeReader:
         as a BehaviorTree.CPP action's SUCCESS means done), or, when the element names an
         ``output`` key (or ``handover`` / ``no_progress_s``), a bare ``skill_action`` whose
         command an ``Evaluate`` node judges."""
-        model = self.registries.skill_registry.get(skill).params_model
+        assert self.registries.skills is not None  # leaf() found the skill there
+        model = self.registries.skills.get(skill).params_model
         bare = any(a in el.attrs for a in ("output", "handover", "no_progress_s"))
         type_name = "skill_action" if bare else "act_and_evaluate"
-        ports = {p.name: p for p in self.registries.node_registry.get(type_name).manifest.ports}
+        ports = {p.name: p for p in self.registries.nodes.get(type_name).manifest.ports}
         special = ("output", "handover", "no_progress_s", "snapshot", "premises") if bare \
             else ("snapshot", "premises", "max_observations")
         out: dict[str, Any] = {"skill": skill, "name": self.name(el, skill)} if bare else \
@@ -337,7 +340,7 @@ class TreeReader:
         return out
 
     def typed_leaf(self, el: Element, type_name: str, path: DocPath) -> dict[str, Any]:
-        manifest = self.registries.node_registry.get(type_name).manifest
+        manifest = self.registries.nodes.get(type_name).manifest
         out: dict[str, Any] = {"type": type_name, "name": self.name(el, type_name)}
         for attr, text in el.attrs.items():
             if attr in ("name", "ID") or attr.startswith("_"):

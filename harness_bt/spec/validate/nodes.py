@@ -13,11 +13,11 @@ import py_trees
 from pydantic import BaseModel, ValidationError
 
 from harness_bt.errors import DefinitionError
-from harness_bt.expr import ExprError, compile_expr
 from harness_bt.plugins import did_you_mean
-from harness_bt.spec.library import Registries
+from harness_bt.spec.expr import ExprError, compile_expr
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, node_tag
 from harness_bt.spec.problems import Problem
+from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import DocPath, Document, format_path
 
 __all__ = ["check_nodes", "iter_nodes"]
@@ -85,8 +85,8 @@ class _NodeChecks:
 
     def skill(self, node: dict[str, Any], path: DocPath, label: str) -> None:
         name = node.get("skill")
-        skills = self.registries.skill_registry
-        if not isinstance(name, str):
+        skills = self.registries.skills
+        if not isinstance(name, str) or skills is None:
             return
         if name not in skills:
             known = skills.names()
@@ -193,12 +193,12 @@ class _NodeChecks:
                 ok = False
                 self.add("INVALID_EXPRESSION", f"{port.name} of {label}: {exc.message} at "
                          f"column {exc.column} of {value!r}", (*path, port.name),
-                         exc.fix or "see harness_bt.expr for the expression language")
+                         exc.fix or "see harness_bt.spec.expr for the expression language")
         return ok
 
     def construct(self, node: dict[str, Any], path: DocPath, tag: str, label: str) -> None:
         type_name = "skill_action" if tag == SKILL_TAG else tag
-        nt = self.registries.node_registry.get(type_name)
+        nt = self.registries.nodes.get(type_name)
         kwargs: dict[str, Any] = {}
         for key, value in node.items():
             if key in ("type", "name"):

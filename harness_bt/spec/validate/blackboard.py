@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness_bt.expr import ExprError, compile_expr
 from harness_bt.plugins import did_you_mean
 from harness_bt.spec.expand import KeyUse
+from harness_bt.spec.expr import ExprError, compile_expr
 from harness_bt.spec.library import Library
 from harness_bt.spec.model import TaskSpec
 from harness_bt.spec.problems import Problem
 from harness_bt.spec.source import Document, format_path
-from harness_bt.validate.chart import walk_phases
+from harness_bt.spec.validate.chart import walk_phases
 
 __all__ = ["check_blackboard", "guard_reads"]
 
@@ -21,7 +21,7 @@ __all__ = ["check_blackboard", "guard_reads"]
 def guard_reads(spec: TaskSpec, doc: Document, library: Library) -> list[KeyUse]:
     """The blackboard keys the task's transition guards read (inline or named)."""
     out: list[KeyUse] = []
-    for at in walk_phases(spec):
+    for at in walk_phases(spec.phases):
         for i, t in enumerate(getattr(at.phase, "transitions", ())):
             here = (*at.path, "transitions", i)
             if t.when is not None:

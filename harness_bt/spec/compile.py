@@ -9,12 +9,12 @@ from typing import Any
 
 from harness_bt.context import GuardContext
 from harness_bt.errors import DefinitionError
-from harness_bt.expr import Expression, compile_expr, run_env
 from harness_bt.phases import Task
 from harness_bt.spec.expand import Expander
-from harness_bt.validate.check import Checked
+from harness_bt.spec.expr import Expression, compile_expr, run_env
+from harness_bt.spec.validate.check import Checked
 
-__all__ = ["build", "compile_guard", "to_neutral"]
+__all__ = ["compile_guard", "compile_task", "to_neutral"]
 
 GuardFn = Callable[[GuardContext], bool]
 
@@ -104,7 +104,7 @@ def to_neutral(checked: Checked) -> tuple[dict[str, Any], dict[str, GuardFn]]:
     return neutral, guards
 
 
-def build(checked: Checked) -> Task:
+def compile_task(checked: Checked) -> Task:
     """The task of a checked document (raises if it did not pass)."""
     neutral, guards = to_neutral(checked)
     return Task.from_dict(neutral, nodes=checked.registries.nodes, guards=guards)

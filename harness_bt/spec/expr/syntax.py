@@ -1,5 +1,5 @@
 """The expression language's syntax: tokens, the parser (text -> a small tree of tuples) and
-the printer (tree -> text, with blackboard keys renamed). See :mod:`harness_bt.expr`."""
+the printer (tree -> text, with blackboard keys renamed). See :mod:`harness_bt.spec.expr`."""
 
 from __future__ import annotations
 

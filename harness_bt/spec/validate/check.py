@@ -8,14 +8,16 @@ import re
 from dataclasses import dataclass, field
 
 from harness_bt.spec.expand import Expander
-from harness_bt.spec.library import Library, Registries
+from harness_bt.spec.expr import ExprError, compile_expr
+from harness_bt.spec.library import Library
 from harness_bt.spec.model import TaskSpec
 from harness_bt.spec.problems import Problem, Report, Severity
+from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import Document, format_path
-from harness_bt.validate.blackboard import check_blackboard, guard_reads
-from harness_bt.validate.chart import check_chart, check_guard_texts, walk_phases
-from harness_bt.validate.nodes import check_nodes, iter_nodes
-from harness_bt.validate.structure import check_task, find_trees
+from harness_bt.spec.validate.blackboard import check_blackboard, guard_reads
+from harness_bt.spec.validate.chart import GUARD_ROOTS, check_chart, walk_phases
+from harness_bt.spec.validate.nodes import check_nodes, iter_nodes
+from harness_bt.spec.validate.structure import check_task, find_trees
 
 __all__ = ["Checked", "check_document"]
 
@@ -31,7 +33,7 @@ class Checked:
     report: Report
     spec: TaskSpec | None
     library: Library
-    registries: Registries = field(repr=False, default_factory=Registries)
+    registries: Registries = field(repr=False)
 
 
 def _budgets(spec: TaskSpec, doc: Document, registries: Registries) -> list[Problem]:
@@ -40,7 +42,7 @@ def _budgets(spec: TaskSpec, doc: Document, registries: Registries) -> list[Prob
     if limit is None:
         return []
     out = []
-    for at in walk_phases(spec):
+    for at in walk_phases(spec.phases):
         if at.phase.kind != "atomic":
             continue
         for path, node, tag in iter_nodes(doc, (*at.path, "tree"), registries):
@@ -84,7 +86,7 @@ def check_document(doc: Document, registries: Registries, *,
     for d in library.documents:
         for tree_path in find_trees(d.data):
             report.extend(check_nodes(d, tree_path, registries))
-    report.extend(check_guard_texts(library))
+    report.extend(_guard_texts(library))
     expander = Expander(library, registries.models, report)
     for tree_path in find_trees(doc.data):
         if tree_path[0] == "phases":
@@ -98,10 +100,28 @@ def check_document(doc: Document, registries: Registries, *,
                                severity=Severity.WARNING, path=f"subtrees.{name}"))
     uses = list(expander.uses)
     if spec is not None:
-        report.extend(check_chart(spec, doc, library, registries))
+        report.extend(check_chart(spec.phases, initial=spec.initial, where=doc.where,
+                                  guards={*library.guards, *registries.guards}))
         uses += guard_reads(spec, doc, library)
         report.extend(_budgets(spec, doc, registries))
     defaults = set(data.get("blackboard") or {}) | set(expander.defaults)
     report.extend(check_blackboard(uses, defaults))
     report.problems = _order(report.problems, [d.file for d in library.documents])
     return Checked(doc, report, spec, library, registries)
+
+
+def _guard_texts(library: Library) -> list[Problem]:
+    """Each named guard (in any document of the library) must parse."""
+    out = []
+    for guard in library.guards.values():
+        if not isinstance(guard.text, str):
+            continue
+        try:
+            compile_expr(guard.text, roots=GUARD_ROOTS)
+        except ExprError as exc:
+            out.append(Problem("INVALID_EXPRESSION", f"guard {guard.name!r}: {exc.message} at "
+                               f"column {exc.column} of {guard.text!r}",
+                               guard.doc.where(guard.path),
+                               fix=exc.fix or "see harness_bt.spec.expr",
+                               path=format_path(guard.path)))
+    return out
