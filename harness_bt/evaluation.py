@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import Verdict
-from harness_bt.plugins import Registry
+from harness_bt.plugins import Group, Origin, Registry
 from harness_bt.runtime.observation import Observation
 from harness_bt.skill import Postcondition
 from harness_bt.world import Pose, Relation, WorldView
@@ -227,9 +227,9 @@ class EvaluatorRegistry(Registry[EvaluatorFn]):
             for name, fn in (("object_held", object_held), ("object_on", object_on),
                              ("object_visible", object_visible), ("gripper_open", gripper_open),
                              ("ee_at", ee_at)):
-                self.register(name, fn, origin="harness_bt.evaluation")
+                self.register(name, fn, origin=Origin("built in (harness_bt.evaluation)"))
         if entry_points:
-            self.load_entry_points("harness_bt.evaluators")
+            self.load(Group.EVALUATORS)
 
     def evaluate(self, postconditions: Sequence[Postcondition], observation: Observation,
                  world: WorldView) -> EvaluationResult:

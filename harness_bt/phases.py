@@ -32,6 +32,7 @@ from harness_bt.context import GuardContext, Outcome, OutcomeKind
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.base import assign_paths
 from harness_bt.nodes.registry import NodeRegistry, describe_tree
+from harness_bt.nodes.skill_action import SkillAction
 from harness_bt.plugins import did_you_mean
 from harness_bt.spec.problems import Severity
 from harness_bt.spec.source import format_path
@@ -441,6 +442,11 @@ class Task:
             raise DefinitionError("INVALID_TASK", f"task {self.name!r}: " + " | ".join(problems),
                                   details={"problems": problems})
         return trees
+
+    def skill_names(self, nodes: NodeRegistry | None = None) -> set[str]:
+        """The skills this task's trees command (read from freshly built trees)."""
+        return {node.skill_name for root in self.build_trees(nodes).values()
+                for node in root.iterate() if isinstance(node, SkillAction)}
 
     def structure(self, trees: Mapping[str, py_trees.behaviour.Behaviour] | None = None
                   ) -> dict[str, Any]:

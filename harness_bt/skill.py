@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness_bt.errors import DefinitionError
-from harness_bt.plugins import Registry
+from harness_bt.plugins import Group, Registry
 
 if TYPE_CHECKING:
     from harness_bt.world import WorldView
@@ -283,7 +283,7 @@ class SkillRegistry(Registry[SkillContract]):
         for skill in skills:
             self.add(skill)
         if entry_points:
-            self.load_entry_points("harness_bt.skills")
+            self.load(Group.SKILLS)
 
     def add(self, skill: SkillContract, *, origin: str = "code") -> SkillContract:
         return self.register(skill.name, skill, origin=origin)

@@ -26,6 +26,7 @@ from typing import Any
 
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import Command
+from harness_bt.plugins import Group, Registry
 from harness_bt.runtime.observation import Observation
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "WorldObject",
     "WorldSnapshot",
     "WorldView",
+    "perception_registry",
     "scripted_perception",
 ]
 
@@ -433,3 +435,11 @@ def scripted_perception(observation: Observation) -> list[ObjectUpdate]:
             removed=bool(item.get("removed", False)),
         ))
     return out
+
+
+def perception_registry(*, entry_points: bool = True) -> Registry[Callable[[], Perception]]:
+    """Perception factories by name, from the ``harness_bt.perception`` entry points."""
+    registry: Registry[Callable[[], Perception]] = Registry("perception")
+    if entry_points:
+        registry.load(Group.PERCEPTION)
+    return registry

@@ -36,11 +36,12 @@ import uuid
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError, HarnessError
 from harness_bt.ledger import Command, CommandEvent, EventKind
+from harness_bt.runtime.backend import Backend
 from harness_bt.runtime.bridge import Ack, RuntimeState, RuntimeStatus
 from harness_bt.runtime.executor import Executor, ExecutorFactory, ExecutorStatus, ExecutorStep
 from harness_bt.runtime.observation import Observation
@@ -56,32 +57,11 @@ from runtime_bridge.journal import MemoryRuntimeJournal, RuntimeJournal
 from runtime_bridge.merge import ActionMerger
 from runtime_bridge.record import RuntimeReason, RuntimeRecord
 
-__all__ = ["Backend", "EventBatch", "ExecutorHost", "GiveWay", "HeartbeatResult", "HostConfig",
+__all__ = ["EventBatch", "ExecutorHost", "GiveWay", "HeartbeatResult", "HostConfig",
            "PlanOn", "StepResult"]
 
 R = RuntimeReason
 RS = RuntimeState
-
-
-@runtime_checkable
-class Backend(Protocol):
-    """A robot or simulator the host drives (Franka + Panda hand, GenManip actions).
-
-    ``reset`` starts an episode and returns its first observation; ``step`` applies one action
-    dict (see :mod:`runtime_bridge.merge`) and returns the next observation. A simulator that
-    ends an episode inside a step returns the next episode's first observation (``reset``
-    True); one with no episode left raises ``BridgeError`` code ``EPISODES_DONE``. Holding is an
-    ordinary action (zero ee delta, identity rotation, the last gripper target), so a backend
-    needs nothing else for it. ``control_period_s`` is the time one step stands for.
-    """
-
-    control_period_s: float
-
-    def reset(self) -> Observation: ...
-
-    def step(self, action: Mapping[str, Any]) -> Observation: ...
-
-    def close(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

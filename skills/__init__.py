@@ -10,8 +10,8 @@ Harness side: :mod:`skills.contracts` (registered as ``harness_bt.skills`` entry
 
 from skills.contracts import SKILLS, skill_registry
 from skills.evaluators import evaluator_registry
-from skills.executors import executor_factory
+from skills.executors import executor_registry
 from skills.perception import colour_perception
 
-__all__ = ["SKILLS", "colour_perception", "evaluator_registry", "executor_factory",
+__all__ = ["SKILLS", "colour_perception", "evaluator_registry", "executor_registry",
            "skill_registry"]

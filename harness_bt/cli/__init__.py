@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
+from typing import Any
 
 import typer
 from rich.console import Console
 
 from harness_bt._version import __version__
-from harness_bt.errors import HarnessError
+from harness_bt.errors import DefinitionError, HarnessError
+from harness_bt.plugins import Group, Origin, Registry
 
 __all__ = ["app", "main"]
 
@@ -90,18 +91,23 @@ app.command("resume")(_run.resume)
 
 
 def _load_plugins() -> None:
-    for ep in entry_points(group="harness_bt.commands"):
-        try:
-            target = ep.load()
-        except Exception as exc:  # a broken plugin must not take the whole CLI down
-            Console(stderr=True).print(
-                f"[yellow]warning:[/] subcommand {ep.name!r} ({ep.value}) failed to load: {exc}"
-            )
-            continue
+    """Add the subcommands of the ``harness_bt.commands`` entry points. A plug-in that fails
+    to load, or takes the name of a built-in command, is refused with a warning: it must not
+    take the whole CLI down."""
+    commands: Registry[Any] = Registry("subcommand")
+    for info in app.registered_commands:
+        if info.name:
+            commands.register(info.name, info, origin=Origin("built in (harness_bt.cli)"))
+
+    def warn(error: DefinitionError) -> None:
+        Console(stderr=True).print(f"[yellow]warning:[/] {error}", highlight=False)
+
+    for name in commands.load(Group.COMMANDS, on_error=warn):
+        target = commands.get(name)
         if isinstance(target, typer.Typer):
-            app.add_typer(target, name=ep.name)
+            app.add_typer(target, name=name)
         else:
-            app.command(ep.name)(target)
+            app.command(name)(target)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +9,7 @@ import typer
 from rich.console import Console
 
 from harness_bt.errors import DefinitionError
+from harness_bt.plugins import load_reference
 
 __all__ = ["import_xml", "resolve_skills", "schema", "validate"]
 
@@ -24,21 +24,14 @@ def resolve_skills(ref: str | None) -> Any:
         return None
     from harness_bt.skill import SkillRegistry
 
-    module_name, _, attr = ref.partition(":")
-    if not module_name or not attr:
-        raise DefinitionError("INVALID_OPTION", f"--skills {ref!r} must read module:attribute",
-                              fix="e.g. --skills harness_bt.testing.example:example_skills")
-    try:
-        target = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        raise DefinitionError("INVALID_OPTION", f"--skills {ref!r}: {exc}",
-                              fix="name an importable module and one of its attributes") \
-            from None
+    target = load_reference(ref, "--skills",
+                            example="harness_bt.testing.example:example_skills")
     registry = target() if callable(target) and not isinstance(target, SkillRegistry) \
         else target
     if not isinstance(registry, SkillRegistry):
         raise DefinitionError("INVALID_OPTION", f"--skills {ref!r} gave "
-                              f"{type(registry).__name__}, not a SkillRegistry")
+                              f"{type(registry).__name__}, not a SkillRegistry",
+                              fix="name a SkillRegistry or a function returning one")
     return registry
 
 

@@ -26,7 +26,7 @@ from harness_bt.nodes.flow import (
 )
 from harness_bt.nodes.idioms import act_and_evaluate, recover
 from harness_bt.nodes.skill_action import SkillAction
-from harness_bt.plugins import Registry
+from harness_bt.plugins import Group, Origin, Registry
 
 __all__ = ["NodeRegistry", "builtin_types", "describe_tree"]
 
@@ -134,9 +134,10 @@ class NodeRegistry(Registry[NodeType]):
         super().__init__("node type", validate=_validate)
         if builtins:
             for nt in builtin_types():
-                self.register(nt.manifest.type_name, nt, origin="harness_bt.nodes")
+                self.register(nt.manifest.type_name, nt,
+                              origin=Origin("built in (harness_bt.nodes)"))
         if entry_points:
-            self.load_entry_points("harness_bt.nodes")
+            self.load(Group.NODES)
 
     def manifests(self) -> dict[str, dict[str, Any]]:
         return {name: nt.manifest.to_dict() for name, nt in self.items()}

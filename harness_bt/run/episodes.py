@@ -32,21 +32,23 @@ from harness_bt.plugins import Registry
 from harness_bt.run.resume import DurableRun
 from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.bridge import Ack, PollResult, RuntimeBridge, RuntimeStatus
-from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions, runtime_registry
+from harness_bt.runtime.episodes import (
+    EpisodeRuntime,
+    RunOptions,
+    SkillListing,
+    runtime_registry,
+)
 from harness_bt.skill import SkillRegistry
-from harness_bt.world import Perception
+from harness_bt.world import perception_registry
 
 __all__ = [
-    "PERCEPTION_GROUP",
     "EpisodeReport",
     "RunReport",
     "TickHook",
     "percentile",
-    "perception_registry",
     "run_episodes",
 ]
 
-PERCEPTION_GROUP = "harness_bt.perception"
 #: Called after every tick: (runner, episode index, runtime).
 TickHook = Callable[[TaskRunner, int, EpisodeRuntime], None]
 
@@ -219,13 +221,6 @@ class _TimedBridge:
         self.inner.close()
 
 
-def perception_registry() -> Registry[Callable[[], Perception]]:
-    """Perception factories by name, from the ``harness_bt.perception`` entry points."""
-    registry: Registry[Callable[[], Perception]] = Registry("perception")
-    registry.load_entry_points(PERCEPTION_GROUP)
-    return registry
-
-
 def _only(registry: Registry[Any], name: str | None, what: str, flag: str) -> Any:
     if name:
         return registry.get(name, where=flag)
@@ -236,6 +231,23 @@ def _only(registry: Registry[Any], name: str | None, what: str, flag: str) -> An
                           f"({', '.join(names) or 'none'}); choose one with {flag}",
                           fix="pip install -e . registers the built-in ones" if not names
                           else f"pass {flag} NAME")
+
+
+def _check_executors(task: Task, skills: SkillRegistry, runtime: EpisodeRuntime) -> None:
+    """Every skill the task commands must have an executor in the runtime (when the runtime
+    can tell): refused before the first step, naming the package that provides it."""
+    here = runtime.executable_skills() if isinstance(runtime, SkillListing) else None
+    if here is None:
+        return
+    for name in sorted(task.skill_names() - here):
+        origin = skills.origin(name) if name in skills else None
+        source = f"; its contract comes from package {origin.package!r}" \
+            if origin is not None and origin.package else ""
+        raise DefinitionError(
+            "NO_EXECUTOR", f"task {task.name!r} uses skill {name!r}, which this runtime cannot "
+            f"execute (its executors: {', '.join(sorted(here)) or 'none'}){source}",
+            fix="install the package that executes it where the runtime runs (its executors "
+                "are named in the harness_bt.executors entry-point group)")
 
 
 def _trace_path(trace: str | os.PathLike[str] | None, index: int, episodes: int) -> str | None:
@@ -278,6 +290,7 @@ def run_episodes(
     run_id = uuid.uuid4().hex[:8]
     reports: list[EpisodeReport] = []
     try:
+        _check_executors(task, skills, runtime)
         for index in range(options.episodes):
             start = runtime.start_episode()
             if start is None:

@@ -18,20 +18,19 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from harness_bt.clock import Clock
-from harness_bt.plugins import Registry
+from harness_bt.plugins import Group, Registry
 from harness_bt.runtime.bridge import RuntimeBridge
 
 __all__ = [
-    "BRIDGE_GROUP",
     "EpisodeEnd",
     "EpisodeRuntime",
     "EpisodeStart",
     "RunOptions",
     "RuntimeFactory",
+    "SkillListing",
     "runtime_registry",
 ]
 
-BRIDGE_GROUP = "harness_bt.bridges"
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +117,16 @@ class EpisodeRuntime(RuntimeBridge, Protocol):
         ...
 
 
+@runtime_checkable
+class SkillListing(Protocol):
+    """A runtime that can say which skills it can execute, so a task that needs another is
+    refused before it starts (``harness run`` checks)."""
+
+    def executable_skills(self) -> frozenset[str] | None:
+        """The skills its executors run; None when it cannot tell."""
+        ...
+
+
 #: Builds a runtime for one ``harness run``.
 RuntimeFactory = Callable[[RunOptions], EpisodeRuntime]
 
@@ -126,5 +135,5 @@ def runtime_registry(*, entry_points: bool = True) -> Registry[RuntimeFactory]:
     """Runtime factories by name, from the ``harness_bt.bridges`` entry points."""
     registry: Registry[RuntimeFactory] = Registry("bridge")
     if entry_points:
-        registry.load_entry_points(BRIDGE_GROUP)
+        registry.load(Group.BRIDGES)
     return registry

@@ -22,11 +22,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness_bt.ledger import Command
-from harness_bt.runtime.executor import Executor, ExecutorFactory, ExecutorStep
+from harness_bt.runtime.backend import Backend
+from harness_bt.runtime.executor import Executor, ExecutorFactory, ExecutorStep, load_executors
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.backends import backend_from_spec
-from runtime_bridge.host import Backend, HostConfig, StepResult
-from runtime_bridge.zmq.cli import executors_from_spec
+from runtime_bridge.host import HostConfig, StepResult
 from runtime_bridge.zmq.server import RuntimeServer, RuntimeServerConfig
 from runtime_bridge.zmq.wire import Limits
 
@@ -136,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     dt = 1.0 / args.control_hz
-    executors = CountingExecutors(executors_from_spec(args.executors or None), args.exec_log)
+    executors = CountingExecutors(load_executors(args.executors or None), args.exec_log)
     server = TimedRuntimeServer(
         make_backend(args.backend, dt=dt, seed=args.seed), executors,
         RuntimeServerConfig(bind=args.bind, telemetry=args.telemetry or None,

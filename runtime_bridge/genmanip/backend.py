@@ -81,6 +81,7 @@ class GenManipBackend:
                            details={"metric": self.metric})
 
 
-def make_backend(url: str, dt: float = 1.0 / 30.0) -> GenManipBackend:
-    """The hook of :func:`runtime_bridge.backends.backend_from_spec` (``--backend URL``)."""
+def make_backend(dt: float = 1.0 / 30.0, *, url: str) -> GenManipBackend:
+    """The ``genmanip`` backend (``harness_bt.backends`` entry point): the GenManip server at
+    ``url``, stepped ``dt`` seconds per control step (``--backend URL``)."""
     return GenManipBackend(url, dt)

@@ -1,24 +1,19 @@
 """``open_runtime``: the ``harness_bt.bridges`` entry point ``inproc`` (what ``harness run``
 uses): an :class:`~runtime_bridge.inproc.InProcRuntime` over the built-in simulator, or over
-the GenManip server at ``RunOptions.sim_url``, hosting the executors registered in the
+the GenManip server at ``RunOptions.sim_url``, hosting every executor installed in the
 ``harness_bt.executors`` entry-point group (``runtime_bridge`` never imports ``skills``)."""
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
 from typing import Any
 
 from harness_bt.errors import DefinitionError
-from harness_bt.plugins import did_you_mean
 from harness_bt.runtime.episodes import RunOptions
-from harness_bt.runtime.executor import ExecutorFactory
-from runtime_bridge.backends import load_object
+from harness_bt.runtime.executor import load_executors
 from runtime_bridge.inproc.runtime import InProcRuntime
 
-__all__ = ["DEFAULT_CAMERAS", "DEFAULT_HOLD_STEPS", "EXECUTOR_GROUP", "executors_from",
-           "open_runtime"]
+__all__ = ["DEFAULT_CAMERAS", "DEFAULT_HOLD_STEPS", "open_runtime"]
 
-EXECUTOR_GROUP = "harness_bt.executors"
 #: Two viewpoints at a modest resolution, rendered one per step in turn (software rendering is
 #: the simulator's bottleneck): an occluded or self-occluded view is answered a step later by
 #: the other camera.
@@ -29,28 +24,6 @@ DEFAULT_CAMERAS = ("front:256x192:fov=40",
 DEFAULT_HOLD_STEPS = 90
 _SIM_FAULTS = ("nudge", "slip", "occlude")
 _TRANSPORT_FAULTS = ("drop", "delay")
-
-
-def executors_from(spec: str | None = None) -> ExecutorFactory:
-    """``package.module:factory``, an entry-point name of ``harness_bt.executors``, or (None)
-    the only factory registered there."""
-    found = {ep.name: ep for ep in entry_points(group=EXECUTOR_GROUP)}
-    if spec and ":" in spec:
-        factory: Any = load_object(spec, "executor factory")
-        return factory
-    if spec:
-        if spec not in found:
-            raise DefinitionError("UNKNOWN_EXECUTORS", f"no executor factory {spec!r} in "
-                                  f"{EXECUTOR_GROUP}; known: {', '.join(found) or 'none'}"
-                                  f"{did_you_mean(spec, list(found))}",
-                                  fix="install the package that provides it")
-        return found[spec].load()
-    if len(found) == 1:
-        return next(iter(found.values())).load()
-    raise DefinitionError("UNKNOWN_EXECUTORS", f"{len(found)} executor factories in "
-                          f"{EXECUTOR_GROUP} ({', '.join(found) or 'none installed'}); choose one",
-                          fix="pass extra={'executors': NAME} (harness run --executors NAME), or "
-                              "pip install -e . to register the skills package")
 
 
 def _faults(faults: dict[str, float]) -> Any:
@@ -71,11 +44,12 @@ def _faults(faults: dict[str, float]) -> Any:
 
 def open_runtime(options: RunOptions) -> InProcRuntime:
     """The runtime ``options`` ask for (see the module docstring). ``options.extra`` may hold
-    ``executors`` (a factory spec), ``num_steps`` (per episode, built-in simulator; for a
+    ``executors`` (``package.module:factory``, instead of the installed executors),
+    ``num_steps`` (per episode, built-in simulator; for a
     server, overrides what it reports), ``success_hold_steps`` and ``render`` (built-in
     simulator: ``round_robin``, the default, or ``all``)."""
     extra = dict(options.extra)
-    executors = executors_from(extra.get("executors"))
+    executors = load_executors(extra.get("executors"))
     if options.sim_url:
         if options.faults:
             raise DefinitionError(

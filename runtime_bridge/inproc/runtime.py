@@ -33,11 +33,12 @@ from typing import Any
 from harness_bt.clock import SimClock
 from harness_bt.errors import BridgeError
 from harness_bt.ledger import Command, CommandEvent
+from harness_bt.runtime.backend import Backend
 from harness_bt.runtime.bridge import Ack, BridgeNotice, PollResult, RuntimeStatus
 from harness_bt.runtime.episodes import EpisodeEnd, EpisodeStart
-from harness_bt.runtime.executor import ExecutorFactory
+from harness_bt.runtime.executor import ExecutorFactory, executable_skills
 from harness_bt.runtime.observation import Observation
-from runtime_bridge.host import Backend, ExecutorHost, HostConfig
+from runtime_bridge.host import ExecutorHost, HostConfig
 
 __all__ = ["MAX_STEP_FAILURES", "InProcRuntime"]
 
@@ -101,6 +102,10 @@ class InProcRuntime:
     @property
     def episode_over(self) -> bool:
         return self._episode is None or self._episode.over
+
+    def executable_skills(self) -> frozenset[str] | None:
+        """The skills its executors run (None: its executor factory does not say)."""
+        return executable_skills(self.host.executors)
 
     # ------------------------------------------------------------------ RuntimeBridge
 

@@ -89,7 +89,7 @@ SERVED_CAMERAS = ("front:256x192:fov=40",)
 def make_backend(dt: float = 1.0 / 30.0, *, task: str = "pick_cube", seed: int = 0,
                  cameras: Sequence[str] = SERVED_CAMERAS, render: str = "all",
                  config: SimConfig | None = None) -> SimBackend:
-    """The hook of :func:`runtime_bridge.backends.backend_from_spec` (``--backend sim``): a
+    """The ``sim`` backend (``harness_bt.backends`` entry point, ``--backend sim``): a
     built-in simulator stepping ``dt`` seconds per control step. Without ``config`` it stands
     in for a robot: ``task``'s scene laid out from ``seed``, one episode that does not end on
     its own, ``cameras`` (camera specs) rendered as ``render`` says. ``config``, when given,

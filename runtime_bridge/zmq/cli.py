@@ -8,21 +8,18 @@ import logging
 import signal
 import sys
 import threading
-from importlib.metadata import entry_points
 from typing import Any
 
 import typer
 
-from harness_bt.errors import BridgeError
-from harness_bt.runtime.executor import ExecutorFactory
-from runtime_bridge.backends import backend_from_spec, load_object
+from harness_bt.runtime.executor import load_executors
+from runtime_bridge.backends import backend_from_spec
 from runtime_bridge.host import HostConfig
 from runtime_bridge.zmq.broker import Broker, BrokerConfig
 from runtime_bridge.zmq.server import RuntimeServer, RuntimeServerConfig
 
-__all__ = ["app", "executors_from_spec"]
+__all__ = ["app"]
 
-EXECUTOR_GROUP = "harness_bt.executors"
 SWITCH_INTERVAL_S = 0.0001  # the runtime process's GIL switch interval (Python's default: 5 ms)
 
 #: young-generation collections every this many net allocations (Python's default: 700)
@@ -42,20 +39,6 @@ def quiet_collector() -> None:
 
 app = typer.Typer(name="runtime", help="The robot-side ZeroMQ runtime: serve, broker.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-
-
-def executors_from_spec(spec: str | None) -> ExecutorFactory:
-    """``package.module:factory``, or the single factory in the ``harness_bt.executors``
-    entry-point group (the skills package registers its own there)."""
-    if spec:
-        return load_object(spec, "executor factory")
-    found = list(entry_points(group=EXECUTOR_GROUP))
-    if len(found) == 1:
-        return found[0].load()
-    names = ", ".join(f"{ep.name} ({ep.value})" for ep in found) or "none installed"
-    raise BridgeError("INVALID_CONFIG", f"no executor factory chosen; entry points in "
-                      f"{EXECUTOR_GROUP}: {names}",
-                      fix="pass --executors package.module:factory")
 
 
 def _run_until_signal(stop: threading.Event, done: Any) -> None:
@@ -79,7 +62,8 @@ def serve(
     connect: str = typer.Option("", help="serve as a worker of this external broker instead"),
     telemetry: str = typer.Option("tcp://127.0.0.1:5556", help="PUB endpoint ('' for none)"),
     journal: str = typer.Option("runtime.db", help="the runtime's durable record (SQLite)"),
-    executors: str = typer.Option("", help="package.module:factory building executors"),
+    executors: str = typer.Option("", help="package.module:factory building executors "
+                                  "(default: every executor installed)"),
     service: str = typer.Option("manip", help="the service name to register"),
     control_hz: float = typer.Option(30.0, help="control steps per second"),
     lease_ms: float = typer.Option(1000.0, help="lease per command (0: no leases)"),
@@ -97,7 +81,7 @@ def serve(
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     server = RuntimeServer(
         backend_from_spec(backend, dt=1.0 / control_hz, sim_task=sim_task, seed=seed),
-        executors_from_spec(executors or None),
+        load_executors(executors or None),
         RuntimeServerConfig(
             bind=bind, connect=connect or None, telemetry=telemetry or None,
             service=service, journal=journal or None,

@@ -110,6 +110,14 @@ class ZmqRuntime:
                 f"{timeout_s:g} s ({tries} tries): {exc.message}", where=self.url,
                 fix=_SERVE_HINT.format(url=self.url)) from exc
 
+    def executable_skills(self) -> frozenset[str] | None:
+        """The skills the runtime's executors run, as its HELLO answer says (None: it does
+        not say)."""
+        skills = self.info.get("skills")
+        if not isinstance(skills, list) or not all(isinstance(s, str) for s in skills):
+            return None
+        return frozenset(skills)
+
     # ------------------------------------------------------------------ EpisodeRuntime
 
     @property

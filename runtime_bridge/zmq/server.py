@@ -32,8 +32,9 @@ import zmq
 
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError
+from harness_bt.runtime.backend import Backend
 from harness_bt.runtime.executor import ExecutorFactory
-from runtime_bridge.host import Backend, ExecutorHost, HostConfig, PlanOn, StepResult
+from runtime_bridge.host import ExecutorHost, HostConfig, PlanOn, StepResult
 from runtime_bridge.journal_log import LoggedRuntimeJournal
 from runtime_bridge.zmq.broker import Broker, BrokerConfig
 from runtime_bridge.zmq.observations import observation_to_telemetry

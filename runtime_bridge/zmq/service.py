@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from harness_bt.errors import HarnessError
+from harness_bt.runtime.executor import executable_skills
 from runtime_bridge.host import ExecutorHost
 from runtime_bridge.zmq.codec import (
     ack_to_wire,
@@ -92,9 +93,11 @@ class RuntimeService:
 
     def _hello(self, request: Message) -> dict[str, Any]:
         host = self.host
+        skills = executable_skills(host.executors)
         return {"protocol": PROTOCOL_VERSION, "service": self.name, "epoch": host.epoch,
                 "boot_id": host.boot_id, "cursor": host.cursor, "lease_s": host.config.lease_s,
                 "control_period_s": host.backend.control_period_s,
+                "skills": None if skills is None else sorted(skills),
                 **{k: v() if callable(v) else v for k, v in self.info.items()}}
 
     def _dispatch(self, request: Message) -> dict[str, Any]:

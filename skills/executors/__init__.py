@@ -2,7 +2,7 @@
 observations and the command's params only."""
 
 from skills.executors.base import CONTROL_PERIOD_S, SegmentExecutor
-from skills.executors.factory import EXECUTORS, SkillExecutors, executor_factory
+from skills.executors.factory import EXECUTORS, executor_registry
 from skills.executors.segments import (
     CartesianMove,
     Dwell,
@@ -38,6 +38,5 @@ __all__ = [
     "Segment",
     "SegmentExecutor",
     "SegmentStep",
-    "SkillExecutors",
-    "executor_factory",
+    "executor_registry",
 ]

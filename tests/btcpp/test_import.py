@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness_bt import FakeClock, TaskRunner
-from harness_bt.spec import import_btcpp
+from harness_bt.spec import SpecError, build_task, check_file, dump_yaml, import_btcpp, neutral_form
 from harness_bt.spec.readers.btcpp import SUPPORTED, read_btcpp
-from harness_bt.spec import SpecError, build_task, check_file, dump_yaml, neutral_form
 from harness_bt.spec.registries import Registries
 from harness_bt.testing.example import example_runtime, example_skills
 

@@ -8,8 +8,8 @@ import pytest
 from harness_bt.clock import FakeClock
 from harness_bt.ledger import EventKind
 from harness_bt.runtime.bridge import RuntimeState
+from runtime_bridge.backends.kinematic import KinematicBackend
 from runtime_bridge.host import ExecutorHost
-from runtime_bridge.kinematic import KinematicBackend
 from runtime_bridge.merge import HOLD_EE_DELTA
 from tests.runtime_bridge.conftest import DT
 from tests.runtime_bridge.executors import STARTS, command

@@ -9,8 +9,8 @@ from typing import Any
 from harness_bt.clock import FakeClock
 from harness_bt.errors import BridgeError
 from harness_bt.runtime.observation import Observation
+from runtime_bridge.backends.kinematic import KinematicBackend
 from runtime_bridge.host import ExecutorHost, HostConfig
-from runtime_bridge.kinematic import KinematicBackend
 from tests.runtime_bridge.executors import command, factory
 
 

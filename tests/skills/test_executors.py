@@ -14,9 +14,9 @@ import pytest
 from harness_bt.clock import FakeClock
 from harness_bt.ledger import Command, CommandEvent
 from harness_bt.runtime.observation import Observation
+from runtime_bridge.backends.kinematic import KinematicBackend
 from runtime_bridge.host import ExecutorHost, HostConfig
-from runtime_bridge.kinematic import KinematicBackend
-from skills.executors import executor_factory
+from skills.executors import executor_registry
 from skills.geometry import HOME_JOINTS, grasp_orientation, qangle, yaw_quat
 
 DT = 1.0 / 30.0
@@ -31,7 +31,7 @@ def drive(backend: Any, cmd: Command, *, steps: int = 600, cancel_at: int | None
           ) -> tuple[list[CommandEvent], ExecutorHost]:
     """Submit ``cmd`` and step until it ends; every event of the command, in order."""
     clock = FakeClock()
-    host = ExecutorHost(backend, executor_factory, clock=clock, config=HostConfig(lease_s=None))
+    host = ExecutorHost(backend, executor_registry(), clock=clock, config=HostConfig(lease_s=None))
     ack = host.submit(cmd)
     assert ack.accepted, ack.reason
     events: list[CommandEvent] = []
@@ -89,7 +89,7 @@ def test_grasp_on_a_real_cube_stops_at_its_width() -> None:
 
     sim = SimBackend(SimConfig(tasks=("pick_cube",), cameras=(), seed=4))
     try:
-        host = ExecutorHost(sim, executor_factory, clock=FakeClock(),
+        host = ExecutorHost(sim, executor_registry(), clock=FakeClock(),
                             config=HostConfig(lease_s=None))
         host.reset()
         truth = sim.env.ground_truth()["objects"]["red_cube"]  # the test places the command
@@ -209,7 +209,7 @@ def test_a_cancel_holds_the_arm_where_it_is_then_confirms() -> None:
 
 
 def test_unknown_skills_and_params_the_runtime_cannot_run_are_refused() -> None:
-    host = ExecutorHost(KinematicBackend(), executor_factory, clock=FakeClock(),
+    host = ExecutorHost(KinematicBackend(), executor_registry(), clock=FakeClock(),
                         config=HostConfig(lease_s=None))
     ack = host.submit(command("x", "juggle"))
     assert not ack.accepted and "no executor for skill 'juggle'" in ack.reason

@@ -10,7 +10,7 @@ import skills.perception as perception
 
 def test_skills_exports() -> None:
     assert sorted(skills.__all__) == ["SKILLS", "colour_perception", "evaluator_registry",
-                                      "executor_factory", "skill_registry"]
+                                      "executor_registry", "skill_registry"]
     assert sorted(perception.__all__) == [
         "BUILTIN_OBJECTS", "ColourPerception", "ColourRange", "Detection", "ObjectSpec",
         "back_project", "colour_perception", "fit_box"]
@@ -18,14 +18,13 @@ def test_skills_exports() -> None:
         "CONTROL_PERIOD_S", "EXECUTORS", "ApproachExecutor", "CartesianMove", "Dwell", "Fingers",
         "GraspExecutor", "HomeExecutor", "JointMove", "LiftExecutor", "MoveEeToExecutor",
         "PlaceExecutor", "ReleaseExecutor", "Segment", "SegmentExecutor", "SegmentStep",
-        "SkillExecutors", "executor_factory"])
+        "executor_registry"])
     for module in (skills, perception, executors):
         assert all(hasattr(module, name) for name in module.__all__)
 
 
 def test_inproc_exports() -> None:
-    assert sorted(inproc.__all__) == ["DEFAULT_CAMERAS", "InProcRuntime", "executors_from",
-                                      "open_runtime"]
+    assert sorted(inproc.__all__) == ["DEFAULT_CAMERAS", "InProcRuntime", "open_runtime"]
     assert all(hasattr(inproc, name) for name in inproc.__all__)
 
 

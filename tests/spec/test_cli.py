@@ -46,7 +46,9 @@ def test_validate_strict_fails_on_warnings(tmp_path: Path) -> None:
 
 def test_a_bad_skills_option_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(FETCH_CUP_YAML), "--skills", "nowhere"]) == 1
-    assert "--skills 'nowhere' must read module:attribute" in capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())
+    assert "INVALID_REFERENCE: --skills 'nowhere' is not of the form package.module:attribute; " \
+        "e.g. harness_bt.testing.example:example_skills" in err
 
 
 def test_schema_writes_the_builtin_schema(tmp_path: Path,

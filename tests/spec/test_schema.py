@@ -20,8 +20,8 @@ from harness_bt.skill import SkillRegistry
 from harness_bt.spec import Document
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.schema import BUILTIN_SCHEMA, builtin_schema, render_schema, task_schema
-from harness_bt.testing.example_spec import FETCH_CUP_YAML
 from harness_bt.spec.validate.structure import check_task
+from harness_bt.testing.example_spec import FETCH_CUP_YAML
 from tests.spec.test_validate import CASES
 
 REGISTRIES = Registries(nodes=NodeRegistry(), skills=SkillRegistry())

@@ -16,7 +16,7 @@ from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions
 from runtime_bridge.genmanip import GenManipBackend, ServerThread
 from runtime_bridge.inproc import InProcRuntime, open_runtime
 from runtime_bridge.sim import SimBackend, SimConfig, create_sim_app
-from skills.executors import executor_factory
+from skills.executors import executor_registry
 
 
 def command(cid: str, skill: str, **params: Any) -> Command:
@@ -26,7 +26,7 @@ def command(cid: str, skill: str, **params: Any) -> Command:
 
 def sim_runtime(**config: Any) -> InProcRuntime:
     cfg = {"tasks": ("pick_cube",), "cameras": (), "seed": 0, **config}
-    return InProcRuntime(SimBackend(SimConfig(**cfg)), executor_factory)
+    return InProcRuntime(SimBackend(SimConfig(**cfg)), executor_registry())
 
 
 @pytest.fixture
@@ -142,7 +142,7 @@ def test_a_genmanip_server_over_http_is_driven_the_same_way() -> None:
     app = create_sim_app(SimConfig(tasks=("pick_cube",), cameras=(), num_steps=25, episodes=2))
     with ServerThread(app) as server:
         backend = GenManipBackend(server.url)
-        rt = InProcRuntime(backend, executor_factory)
+        rt = InProcRuntime(backend, executor_registry())
         try:
             assert rt.start_episode() is not None
             assert backend.num_steps == 25  # from GET /harness/sim

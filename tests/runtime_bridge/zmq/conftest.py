@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 import pytest
 import zmq
 
+from runtime_bridge.backends.kinematic import KinematicBackend
 from runtime_bridge.host import HostConfig
-from runtime_bridge.kinematic import KinematicBackend
 from runtime_bridge.zmq import RuntimeServer, RuntimeServerConfig, ZmqBridge, ZmqBridgeConfig
 from runtime_bridge.zmq.faults import FaultProxy
 from tests.runtime_bridge import executors

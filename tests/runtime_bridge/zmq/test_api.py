@@ -9,15 +9,16 @@ import pytest
 import runtime_bridge.host
 import runtime_bridge.zmq
 from harness_bt.errors import BridgeError, DefinitionError
+from harness_bt.runtime.backend import Backend
+from harness_bt.runtime.executor import ExecutorRegistry, load_executors
 from runtime_bridge.backends import backend_from_spec
-from runtime_bridge.kinematic import KinematicBackend
-from runtime_bridge.zmq.cli import executors_from_spec
+from runtime_bridge.backends.kinematic import KinematicBackend
 from tests.runtime_bridge.executors import factory
 
 
 def test_exported_names_are_pinned():
     assert sorted(runtime_bridge.host.__all__) == [
-        "Backend", "EventBatch", "ExecutorHost", "GiveWay", "HeartbeatResult", "HostConfig",
+        "EventBatch", "ExecutorHost", "GiveWay", "HeartbeatResult", "HostConfig",
         "PlanOn", "StepResult"]
     assert sorted(runtime_bridge.zmq.__all__) == sorted([
         "PROTOCOL_VERSION", "Broker", "BrokerConfig", "BrokerPlugin", "FunctionService",
@@ -32,15 +33,19 @@ def test_exported_names_are_pinned():
 def test_backends_and_executors_are_found_by_spec():
     backend = backend_from_spec("kinematic", dt=0.02)
     assert isinstance(backend, KinematicBackend) and backend.control_period_s == 0.02
-    assert isinstance(backend, runtime_bridge.host.Backend)
-    assert executors_from_spec("tests.runtime_bridge.executors:factory") is factory
-    with pytest.raises(BridgeError, match="unknown backend 'pybullet'; known: kinematic, sim"):
+    assert isinstance(backend, Backend)
+    assert load_executors("tests.runtime_bridge.executors:factory") is factory
+    with pytest.raises(DefinitionError, match="unknown backend 'pybullet'; known: genmanip, "
+                       "kinematic, sim"):
         backend_from_spec("pybullet")
     no_attr = re.escape("'tests.runtime_bridge.executors' has no 'nope'")
-    with pytest.raises(BridgeError, match=no_attr):
-        executors_from_spec("tests.runtime_bridge.executors:nope")
-    with pytest.raises(BridgeError, match=re.escape("is not of the form package.module:name")):
-        executors_from_spec("factory")
+    with pytest.raises(DefinitionError, match=no_attr):
+        load_executors("tests.runtime_bridge.executors:nope")
+    with pytest.raises(DefinitionError,
+                       match=re.escape("is not of the form package.module:attribute")):
+        load_executors("factory")
+    installed = load_executors(None)
+    assert isinstance(installed, ExecutorRegistry) and "grasp" in installed.names()
 
 
 @pytest.mark.parametrize(("spec", "options", "message"), [

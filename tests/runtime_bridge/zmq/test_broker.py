@@ -164,8 +164,8 @@ def test_a_frame_past_the_hard_cap_drops_only_that_peer(broker, raw_socket, clie
 
 def test_the_runtime_can_serve_as_a_worker_of_an_external_broker(zctx, broker, tmp_path,
                                                                    make_bridge):
+    from runtime_bridge.backends.kinematic import KinematicBackend
     from runtime_bridge.host import HostConfig
-    from runtime_bridge.kinematic import KinematicBackend
     from runtime_bridge.zmq import RuntimeServerConfig
     from tests.runtime_bridge.executors import factory
 

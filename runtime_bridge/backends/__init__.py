@@ -1,0 +1,45 @@
+"""Backends by name, for ``harness runtime serve --backend SPEC``.
+
+A backend is a robot or a simulator a runtime steps (:class:`harness_bt.runtime.backend.
+Backend`). They are plug-ins: each is an entry point of the ``harness_bt.backends`` group
+(:data:`~harness_bt.runtime.backend.BackendFactory`, called ``factory(dt=..., **options)``).
+This package provides:
+
+- ``kinematic``: the deterministic :class:`~runtime_bridge.backends.kinematic.KinematicBackend`;
+- ``sim``: the built-in PyBullet Franka simulator (``runtime_bridge.sim``); ``sim_task`` and
+  ``seed`` (``--sim-task``, ``--seed``) choose its scene and layout, and are refused with any
+  other backend;
+- ``genmanip``: a GenManip server through the GenManip client, named by its URL
+  (``--backend http://HOST:PORT``);
+
+and ``package.module:callable`` names any factory ``callable(dt=...)`` directly.
+"""
+
+from __future__ import annotations
+
+from harness_bt.errors import BridgeError
+from harness_bt.plugins import load_reference
+from harness_bt.runtime.backend import Backend, backend_registry
+
+__all__ = ["backend_from_spec"]
+
+
+def backend_from_spec(spec: str, *, dt: float = 1.0 / 30.0, sim_task: str | None = None,
+                      seed: int | None = None) -> Backend:
+    """The backend that ``spec`` names (see the module docstring)."""
+    given = {flag: value for flag, value in (("--sim-task", sim_task), ("--seed", seed))
+             if value is not None}
+    if given and spec != "sim":
+        flags = ", ".join(f"{flag} {value}" for flag, value in given.items())
+        raise BridgeError("INVALID_CONFIG", f"{flags}: only for --backend sim (they choose the "
+                          f"built-in simulator's scene), not --backend {spec}",
+                          fix=f"drop {' and '.join(given)}, or serve --backend sim")
+    if spec.startswith(("http://", "https://")):
+        return backend_registry().get("genmanip", where="--backend")(dt=dt, url=spec)
+    if ":" in spec:
+        return load_reference(spec, "backend")(dt=dt)  # type: ignore[no-any-return]
+    factory = backend_registry().get(spec, where="--backend")
+    if spec == "sim":
+        options = {"task": sim_task, "seed": seed}
+        return factory(dt=dt, **{k: v for k, v in options.items() if v is not None})
+    return factory(dt=dt)
