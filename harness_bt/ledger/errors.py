@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from typing import Any
 
 from harness_bt.errors import CommandError
 
-__all__ = ["LedgerCode", "LedgerError"]
+__all__ = ["LedgerCode", "LedgerError", "finite_seconds"]
 
 
 class LedgerCode(str, Enum):
@@ -47,3 +48,18 @@ class LedgerError(CommandError):
         super().__init__(
             LedgerCode(code).value, message, command_id=command_id, fix=fix, details=merged
         )
+
+
+def finite_seconds(name: str, value: float, command_id: str | None = None) -> float:
+    """``value`` as a float, refused (``INVALID_COMMAND`` naming ``name``) unless it is a
+    finite number: a time or a duration in seconds."""
+    if type(value) is float and value - value == 0.0:  # fast path: finite float
+        return value
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise LedgerError(
+            LedgerCode.INVALID_COMMAND,
+            f"{name}={value!r} must be a finite number of seconds",
+            command_id=command_id,
+            field=name,
+        )
+    return float(value)

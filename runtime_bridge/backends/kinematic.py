@@ -17,7 +17,7 @@ import numpy as np
 
 from harness_bt.errors import BridgeError
 from harness_bt.runtime.observation import EePose, Observation
-from runtime_bridge.merge import ARM_DOF, GRIPPER_DOF, GRIPPER_OPEN
+from runtime_bridge.host.merge import ARM_DOF, GRIPPER_DOF, GRIPPER_OPEN
 
 __all__ = ["KinematicBackend"]
 

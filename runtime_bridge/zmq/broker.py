@@ -19,11 +19,8 @@ factory) is entered around the handling of each message: the runtime server pass
 ``answering`` there, so its control step steps aside while an answer is made.
 
 :meth:`Broker.inline` lets one other thread run work *on the broker's thread*, between two
-messages (the runtime server's control thread runs the bookkeeping of its step there). The work
-is handed a :class:`GiveWay`: between two pieces of it, it may answer the requests that arrived
-meanwhile, on the same thread, without a lock or the interpreter changing hands. The other
-thread wakes the broker with a message over an ``inproc`` endpoint of the broker's own socket,
-from a socket of its own whose routing id is a random token no network peer can claim.
+messages (the runtime server's control thread runs the bookkeeping of its step there; see
+:mod:`runtime_bridge.zmq.inline`).
 """
 
 from __future__ import annotations
@@ -37,14 +34,14 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 import zmq
 
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError
 from harness_bt.plugins import did_you_mean
-from runtime_bridge.host_types import GiveWay
+from runtime_bridge.zmq.inline import Answerer, InlineCall, InlineCaller
 from runtime_bridge.zmq.service import Service, serve_one
 from runtime_bridge.zmq.sockets import send_frames
 from runtime_bridge.zmq.wire import (
@@ -61,7 +58,7 @@ from runtime_bridge.zmq.wire import (
     split_envelope,
 )
 
-__all__ = ["Broker", "BrokerConfig", "BrokerPlugin", "InlineCaller"]
+__all__ = ["Broker", "BrokerConfig", "BrokerPlugin"]
 
 log = logging.getLogger(__name__)
 MT = MessageType
@@ -90,81 +87,6 @@ class BrokerPlugin(Protocol):
     def tick(self) -> None: ...
 
     def close(self) -> None: ...
-
-
-@dataclass(slots=True, eq=False)
-class _Call:
-    work: Callable[[GiveWay], Any]
-    result: Any = None
-    error: BaseException | None = None
-
-
-class _Answerer:
-    """The :class:`~runtime_bridge.host_types.GiveWay` of a broker's socket (on its thread)."""
-
-    __slots__ = ("_broker", "_sock")
-
-    def __init__(self, broker: Broker, sock: zmq.Socket) -> None:
-        self._broker = broker
-        self._sock = sock
-
-    def pending(self) -> bool:
-        return bool(cast(int, self._sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN)
-
-    def answer(self) -> None:
-        try:
-            frames = self._sock.recv_multipart(zmq.NOBLOCK)
-        except zmq.Again:
-            return
-        self._broker._handle(self._sock, frames, nested=True)
-
-
-class InlineCaller:
-    """Runs work on a broker's thread (see the module docstring); made by :meth:`Broker.inline`.
-    Its socket belongs to the thread that calls :meth:`call`: make, use and close it there."""
-
-    #: how often a caller waiting for its work looks whether the broker still runs
-    CHECK_S = 0.05
-
-    def __init__(self, broker: Broker, endpoint: str, token: bytes,
-                 calls: dict[bytes, _Call]) -> None:
-        self._broker = broker
-        self._calls = calls
-        self._token = token
-        self._sock = broker.context.socket(zmq.DEALER)
-        self._sock.setsockopt(zmq.LINGER, 0)
-        self._sock.setsockopt(zmq.ROUTING_ID, token)
-        self._sock.connect(endpoint)
-
-    def call(self, work: Callable[[GiveWay], T]) -> T:
-        """``work(give_way)`` on the broker's thread, between two messages; its result, or its
-        exception raised here. Raises ``BridgeError`` ``BROKER_STOPPED`` when the broker stops
-        (or died) before it ran the work."""
-        item = _Call(work)
-        self._calls[self._token] = item
-        timeout_ms = int(self.CHECK_S * 1000)
-        while True:  # a DEALER would block for good once the broker's socket is gone
-            try:
-                self._sock.send(b"run", zmq.NOBLOCK)
-                break
-            except zmq.Again:
-                self._check_running()
-                self._sock.poll(timeout_ms, zmq.POLLOUT)
-        while not self._sock.poll(timeout_ms):
-            self._check_running()
-        self._sock.recv()
-        if item.error is not None:
-            raise item.error
-        return cast(T, item.result)
-
-    def _check_running(self) -> None:
-        if not self._broker.running:
-            self._calls.pop(self._token, None)
-            raise BridgeError("BROKER_STOPPED", "the broker stopped before it ran the work "
-                              "handed to it", fix="see the broker's log for why")
-
-    def close(self) -> None:
-        self._sock.close(0)
 
 
 @dataclass(slots=True, eq=False)
@@ -223,7 +145,7 @@ class Broker:
         self._inline_token = b"hbt-inline-" + os.urandom(16)
         self._inline_endpoint = f"inproc://harness-broker-inline-{self._inline_token.hex()}"
         self._callers = itertools.count()
-        self._calls: dict[bytes, _Call] = {}  # by caller token; each caller waits for its own
+        self._calls: dict[bytes, InlineCall] = {}  # by caller token; each caller waits for its own
         self._deferred: deque[bytes] = deque()  # callers that asked while a call ran
 
     def add_service(self, service: Service) -> None:
@@ -260,7 +182,8 @@ class Broker:
             raise BridgeError("BROKER_NOT_STARTED", "inline() needs a started broker",
                               fix="call start() first")
         token = self._inline_token + b"-%d" % next(self._callers)
-        return InlineCaller(self, self._inline_endpoint, token, self._calls)
+        return InlineCaller(self.context, lambda: self.running, self._inline_endpoint, token,
+                            self._calls)
 
     def stop(self, timeout_s: float = 5.0) -> None:
         self._stop.set()
@@ -341,7 +264,7 @@ class Broker:
         if item is None:
             return
         try:
-            item.result = item.work(_Answerer(self, sock))
+            item.result = item.work(Answerer(self._handle, sock))
         except BaseException as exc:  # handed to the caller, raised there
             item.error = exc
         sock.send_multipart([token, b"done"])

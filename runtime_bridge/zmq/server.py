@@ -17,8 +17,9 @@ Threads and what each owns:
   checkpoints SQLite's write-ahead log, so neither an answer nor a control step waits for a
   SQLite transaction or a sync to disk.
 
-The host is thread-safe; its journal (:class:`~runtime_bridge.journal_log.LoggedRuntimeJournal`)
-makes every answer durable before it leaves, with one append to a file.
+The host is thread-safe; its journal
+(:class:`~runtime_bridge.host.journal_log.LoggedRuntimeJournal`) makes every answer durable
+before it leaves, with one append to a file.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from harness_bt.errors import BridgeError
 from harness_bt.runtime.backend import Backend
 from harness_bt.runtime.executor import ExecutorFactory
 from runtime_bridge.host import ExecutorHost, HostConfig, PlanOn, StepResult
-from runtime_bridge.journal_log import LoggedRuntimeJournal
+from runtime_bridge.host.journal_log import LoggedRuntimeJournal
 from runtime_bridge.zmq.broker import Broker, BrokerConfig
 from runtime_bridge.zmq.observations import observation_to_telemetry
 from runtime_bridge.zmq.service import RuntimeService

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from harness_bt.errors import BridgeError, HarnessError
-from runtime_bridge import jsontext
+from runtime_bridge.zmq import jsontext
 
 __all__ = [
     "MAGIC",

@@ -1,5 +1,5 @@
 """Chaos table: the pick-and-place task through a real ZeroMQ runtime process, one fault class
-per row, audited from the runtime's own records (see ``runtime_bridge.chaos``).
+per row, audited from the runtime's own records (see ``runtime_bridge.testing.chaos``).
 
     python tests/benchmarks/chaos.py                       # 3 seeded runs of every fault class
     python tests/benchmarks/chaos.py --runs 1 --faults drop,runtime_kill --seed 7
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from runtime_bridge.chaos import FAULTS, PICK_AND_PLACE, RunOutcome, Workload, run_once  # noqa: E402
+from runtime_bridge.testing.chaos import FAULTS, PICK_AND_PLACE, RunOutcome, Workload, run_once  # noqa: E402
 
 
 def _ms(seconds: float | None) -> str:
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--light", action="store_true", help="the test suite's light workload")
     p.add_argument("--harness", choices=("cli", "chaos"), default="cli",
                    help="cli: harness run --runtime / harness resume (default); chaos: the "
-                   "chaos harness process (python -m runtime_bridge.chaos harness)")
+                   "chaos harness process (python -m runtime_bridge.testing.chaos harness)")
     p.add_argument("--keep", default=None, help="keep every run's files under this directory")
     p.add_argument("--json", default=None, help="also write every run's record here")
     args = p.parse_args(argv)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime_bridge.chaos import FAULTS, PICK_AND_PLACE, run_once
+from runtime_bridge.testing.chaos import FAULTS, PICK_AND_PLACE, run_once
 from tests.chaos.workload import LIGHT
 
 pytestmark = pytest.mark.slow

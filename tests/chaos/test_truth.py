@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from harness_bt.ledger import Command, CommandEvent, EventKind, Ledger
 from harness_bt.runtime.bridge import RuntimeState
-from runtime_bridge.chaos import audit, read_exec_log
-from runtime_bridge.journal import SqliteRuntimeJournal
-from runtime_bridge.record import RuntimeRecord
+from runtime_bridge.host.journal import SqliteRuntimeJournal
+from runtime_bridge.host.record import RuntimeRecord
+from runtime_bridge.testing.chaos import audit, read_exec_log
 
 
 def _command(cid: str) -> Command:
@@ -76,8 +76,8 @@ class _Harness:
 def test_a_cut_is_made_again_on_the_next_command_until_it_bites(tmp_path):
     """A command may end before its lease runs out: the partition then cuts the next one, up
     to its tries, and stops cutting once the harness has exited."""
-    from runtime_bridge.chaos.processes import Run, Workload
-    from runtime_bridge.chaos.scenarios import _cut_mid_command
+    from runtime_bridge.testing.chaos.processes import Run, Workload
+    from runtime_bridge.testing.chaos.scenarios import _cut_mid_command
 
     run = Run(Workload(task="t", backend="kinematic", lease_ms=0.0, settle_s=0.0, kill_at=2,
                        max_time_s=0.5), tmp_path, seed=0)

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from harness_bt.phases import Task
 from harness_bt.skill import Lifecycle, Skill, SkillRegistry
-from runtime_bridge.chaos import Workload
+from runtime_bridge.testing.chaos import Workload
 
 
 class WaitParams(BaseModel):

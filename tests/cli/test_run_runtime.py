@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from harness_bt.cli import main
-from runtime_bridge.journal_log import read_rows
+from runtime_bridge.host.journal_log import read_rows
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from harness_bt.ledger import EventKind
 from harness_bt.runtime.bridge import RuntimeState
 from runtime_bridge.backends.kinematic import KinematicBackend
 from runtime_bridge.host import ExecutorHost
-from runtime_bridge.merge import HOLD_EE_DELTA
+from runtime_bridge.host.merge import HOLD_EE_DELTA
 from tests.runtime_bridge.conftest import DT
 from tests.runtime_bridge.executors import STARTS, command
 
@@ -318,7 +318,7 @@ def _recording_host(backend, clock, tmp_path, on_first):  # type: ignore[no-unty
     """A host whose ``record`` executors log their steps and call ``on_first(host)`` while
     the step runs the command named ``first``."""
     from harness_bt.runtime.executor import ExecutorStatus, ExecutorStep
-    from runtime_bridge.journal_log import LoggedRuntimeJournal
+    from runtime_bridge.host.journal_log import LoggedRuntimeJournal
     from tests.runtime_bridge.executors import factory
 
     order: list[str] = []
@@ -356,7 +356,7 @@ def test_a_long_step_lets_a_waiting_submit_in_between_two_commands(clock, backen
             thread.join(0.001)
 
     host, order = _recording_host(backend, clock, tmp_path, dispatch_arrives)
-    host.SHARE_S = 0.0
+    host.scheduler.SHARE_S = 0.0
     host.submit(command("first", "record"))
     host.submit(command("second", "record"))
     clock.advance(DT)
@@ -423,7 +423,7 @@ def test_a_step_gives_way_for_a_bounded_time_only(clock, backend, tmp_path):
     clock.advance(DT)
     host.step()  # returns: the step waited out its yield budget, then went on
     assert order == ["first stepped", "second stepped", "third stepped"]
-    assert host._yield_left <= 0 < host.YIELD_SHARE * backend.control_period_s
+    assert host.scheduler.yield_left <= 0 < host.scheduler.YIELD_SHARE * backend.control_period_s
     release.set()
     threads[0].join(5)
     host.close()
@@ -490,7 +490,7 @@ def test_a_step_planned_through_a_give_way_answers_a_submit_between_two_commands
             f"late {host.submit(command('late', 'wait', steps=0)).state.value}"))
 
     host, order = _recording_host(backend, clock, tmp_path, dispatch_arrives)
-    host.LOOK_S = 0.0  # look at every command
+    host.scheduler.LOOK_S = 0.0  # look at every command
     host.submit(command("first", "record"))
     host.submit(command("second", "record"))
     log = _WriteLog(host)
@@ -511,7 +511,7 @@ def test_a_step_planned_through_a_give_way_answers_a_submit_between_two_commands
 def test_an_answer_inside_a_step_journals_what_it_tells_before_it_tells_it(
         clock, backend, tmp_path):
     host, _ = _recording_host(backend, clock, tmp_path, lambda host, order: None)
-    host.LOOK_S = 0.0
+    host.scheduler.LOOK_S = 0.0
     gw = _Queued(when=lambda: "first" not in host._active)  # once "first" has finished
     gw.queue += [lambda: host.query("first").state, lambda: host.query("second").state]
     host.submit(command("first", "record"))
@@ -535,8 +535,8 @@ def test_a_step_answers_through_a_give_way_for_a_bounded_time_only(clock, backen
     import time
 
     host, order = _recording_host(backend, clock, tmp_path, lambda host, order: None)
-    host.LOOK_S = 0.0
-    budget = host.YIELD_SHARE * backend.control_period_s
+    host.scheduler.LOOK_S = 0.0
+    budget = host.scheduler.YIELD_SHARE * backend.control_period_s
     gw = _Queued()
     gw.queue += [lambda: time.sleep(budget / 4)] * 100  # a flood of slow requests
     for cid in ("first", "second", "third"):
@@ -545,13 +545,13 @@ def test_a_step_answers_through_a_give_way_for_a_bounded_time_only(clock, backen
     host.step(plan_on=lambda plan: plan(gw))
     assert order == ["first stepped", "second stepped", "third stepped"]
     assert 1 <= len(gw.answered) <= 4  # the budget's worth at most, then the step went on
-    assert host._yield_left <= 0
+    assert host.scheduler.yield_left <= 0
     host.close()
 
 
 def test_a_submit_inside_a_step_that_preempts_a_command_journals_both(clock, backend, tmp_path):
     host, _ = _recording_host(backend, clock, tmp_path, lambda host, order: None)
-    host.LOOK_S = 0.0
+    host.scheduler.LOOK_S = 0.0
     host.submit(command("old", "never_stops", resources=("arm",)))
     clock.advance(DT)
     host.step()
@@ -571,8 +571,8 @@ def test_a_submit_inside_a_step_that_preempts_a_command_journals_both(clock, bac
 def _chunking_host(clock, backend, tmp_path, ids):  # type: ignore[no-untyped-def]
     """A host journaling a step's changes two records per write, ``ids`` submitted."""
     host, _ = _recording_host(backend, clock, tmp_path, lambda host, order: None)
-    host.LOOK_S = 0.0
-    host.FLUSH_CHUNK = 2
+    host.scheduler.LOOK_S = 0.0
+    host._batch.FLUSH_CHUNK = 2
     for cid in ids:
         host.submit(command(cid, "record"))
     return host
@@ -635,9 +635,9 @@ def test_a_chunk_that_cannot_be_journaled_leaves_its_records_in_hand(clock, back
     clock.advance(DT)
     with pytest.raises(BridgeError, match="disk full"):
         host.step(plan_on=lambda plan: plan(_Queued()))
-    assert sorted(host._dirty) == ["c2", "c3", "c4"]  # the first chunk alone was journaled
+    assert sorted(host._batch.dirty) == ["c2", "c3", "c4"]  # the first chunk alone was journaled
     assert not host.events_since(0).events  # and nothing was told
     host._journal.write = inner  # type: ignore[method-assign]
-    host._flush()
+    host._batch.flush()
     assert {host._journal.get(f"c{i}").state for i in range(5)} == {RS.CONTROL_DONE}
     host.close()

@@ -16,9 +16,9 @@ import pytest
 
 from harness_bt.errors import BridgeError
 from harness_bt.runtime.bridge import RuntimeState
-from runtime_bridge.journal import SqliteRuntimeJournal
-from runtime_bridge.journal_log import SEGMENT_MAGIC, LoggedRuntimeJournal, read_rows, segments
-from runtime_bridge.record import RuntimeRecord
+from runtime_bridge.host.journal import SqliteRuntimeJournal
+from runtime_bridge.host.journal_log import SEGMENT_MAGIC, LoggedRuntimeJournal, read_rows, segments
+from runtime_bridge.host.record import RuntimeRecord
 from tests.runtime_bridge.executors import command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,8 +96,8 @@ def test_a_purged_record_does_not_come_back_from_a_segment(tmp_path):
 WRITER = """
 import os, sys, time
 sys.path.insert(0, sys.argv[2])
-from runtime_bridge.journal_log import LoggedRuntimeJournal
-from runtime_bridge.record import RuntimeRecord
+from runtime_bridge.host.journal_log import LoggedRuntimeJournal
+from runtime_bridge.host.record import RuntimeRecord
 from harness_bt.runtime.bridge import RuntimeState
 from tests.runtime_bridge.executors import command
 journal = LoggedRuntimeJournal(sys.argv[1])

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness_bt.ledger import CommandEvent
-from runtime_bridge import jsontext
-from runtime_bridge.record import _events_text
+from runtime_bridge.host.record import _events_text
+from runtime_bridge.zmq import jsontext
 
 
 def _std_loads(data: bytes) -> object:

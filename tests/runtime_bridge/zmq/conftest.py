@@ -11,8 +11,8 @@ import zmq
 
 from runtime_bridge.backends.kinematic import KinematicBackend
 from runtime_bridge.host import HostConfig
+from runtime_bridge.testing.fault_proxy import FaultProxy
 from runtime_bridge.zmq import RuntimeServer, RuntimeServerConfig, ZmqBridge, ZmqBridgeConfig
-from runtime_bridge.zmq.faults import FaultProxy
 from tests.runtime_bridge import executors
 
 LOOPBACK = "tcp://127.0.0.1"

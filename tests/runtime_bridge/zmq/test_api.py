@@ -62,8 +62,8 @@ def test_sim_options_are_refused_with_another_backend(spec, options, message):
 
 
 def test_the_sim_backend_serves_the_chosen_task_and_seed_and_chaos_shares_it():
-    from runtime_bridge.chaos.runtime import make_backend as chaos_backend
     from runtime_bridge.inproc import DEFAULT_CAMERAS
+    from runtime_bridge.testing.chaos.runtime import make_backend as chaos_backend
 
     served = backend_from_spec("sim", dt=0.05, sim_task="pick_and_place", seed=3)
     chaos = chaos_backend("pick_and_place", dt=0.05, seed=3)

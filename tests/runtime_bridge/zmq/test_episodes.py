@@ -10,8 +10,8 @@ import zmq
 
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.runtime.episodes import RunOptions
+from runtime_bridge.testing.telemetry_faults import TelemetryFaultProxy
 from runtime_bridge.zmq.episodes import ZmqRuntime, open_runtime
-from runtime_bridge.zmq.telemetry_faults import TelemetryFaultProxy
 
 
 def test_one_run_against_the_runtime_with_a_new_control_epoch(start_server,  # type: ignore[no-untyped-def]

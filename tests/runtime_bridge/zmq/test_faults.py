@@ -11,8 +11,8 @@ import pytest
 from harness_bt.errors import BridgeError
 from harness_bt.ledger import EventKind
 from harness_bt.runtime.bridge import RuntimeState
+from runtime_bridge.testing.fault_proxy import CORRUPTIONS, corrupt
 from runtime_bridge.zmq import Message, MessageType, WireCode, WireError, decode, encode
-from runtime_bridge.zmq.faults import CORRUPTIONS, corrupt
 from tests.runtime_bridge.executors import STARTS, command
 
 RS = RuntimeState

@@ -14,7 +14,7 @@ import zmq
 from harness_bt.clock import FakeClock
 from harness_bt.ledger import CommandEvent, EventKind
 from harness_bt.runtime.bridge import Ack, RuntimeState
-from runtime_bridge.host_types import EventBatch, HeartbeatResult
+from runtime_bridge.host.types import EventBatch, HeartbeatResult
 from runtime_bridge.zmq import WireCode, WireError
 from runtime_bridge.zmq.bridge import ZmqBridge, ZmqBridgeConfig
 from runtime_bridge.zmq.codec import ack_to_wire, batch_to_wire, heartbeat_to_wire

@@ -10,8 +10,8 @@ import pytest
 import zmq
 
 from harness_bt.errors import BridgeError
+from runtime_bridge.testing.telemetry_faults import TelemetryFaultProxy
 from runtime_bridge.zmq import TelemetryPublisher, TelemetrySubscriber
-from runtime_bridge.zmq.telemetry_faults import TelemetryFaultProxy
 from tests.runtime_bridge.zmq.conftest import LOOPBACK
 
 

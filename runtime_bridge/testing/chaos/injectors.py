@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import zmq
 
-from runtime_bridge.chaos.runtime import LIMITS
+from runtime_bridge.testing.chaos.runtime import LIMITS
 from runtime_bridge.zmq.wire import Message, MessageType, decode, encode
 
 __all__ = ["HostilePeer", "Injector"]

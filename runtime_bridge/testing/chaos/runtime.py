@@ -6,8 +6,8 @@ frames, and counts every executor start in a file the harness never sees.
 - :class:`CountingExecutors` wraps an executor factory and appends one line per executor start
   (``command_id pid monotonic``) to an exec log with ``O_APPEND`` writes, so the count survives
   a SIGKILL and covers every boot of the runtime: the ground truth for double executions;
-- :func:`main` serves one runtime (``python -m runtime_bridge.chaos runtime ...``) and prints
-  one JSON line with its endpoints once it is ready.
+- :func:`main` serves one runtime (``python -m runtime_bridge.testing.chaos runtime ...``) and
+  prints one JSON line with its endpoints once it is ready.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class _Counted:
 
 class CountingExecutors:
     """Wraps ``inner``; every executor start is appended to ``exec_log`` (see the module
-    docstring). Read the log with :func:`runtime_bridge.chaos.truth.read_exec_log`."""
+    docstring). Read the log with :func:`runtime_bridge.testing.chaos.truth.read_exec_log`."""
 
     def __init__(self, inner: ExecutorFactory, exec_log: str) -> None:
         self.inner = inner
@@ -118,7 +118,7 @@ def make_backend(spec: str, *, dt: float, seed: int) -> Backend:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m runtime_bridge.chaos runtime",
+    p = argparse.ArgumentParser(prog="python -m runtime_bridge.testing.chaos runtime",
                                 description="serve a chaos run's runtime")
     p.add_argument("--backend", default="pick_and_place")
     p.add_argument("--executors", default="", help="package.module:factory (default: the "

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness_bt.errors import BridgeError
-from runtime_bridge.chaos.truth import read_exec_log, read_runtime_journal
+from runtime_bridge.testing.chaos.truth import read_exec_log, read_runtime_journal
 
 __all__ = ["PICK_AND_PLACE", "ROOT", "Proc", "Run", "Workload"]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,8 @@ class Workload:
     """What a run executes. ``task``: the harness's ``--task``; ``backend`` / ``executors``:
     the runtime's; ``kill_at``: the executor start (1-based) after which a mid-command fault
     fires; ``settle_s``: how long after that start (the command is running). ``harness``:
-    ``chaos`` (``python -m runtime_bridge.chaos harness``) or ``cli`` (``harness run --runtime
-    --journal`` and ``harness resume``)."""
+    ``chaos`` (``python -m runtime_bridge.testing.chaos harness``) or ``cli`` (``harness run
+    --runtime --journal`` and ``harness resume``)."""
 
     task: str
     backend: str
@@ -53,7 +53,7 @@ class Proc:
     """A child process whose stderr goes to a file; killed and reaped on ``close``."""
 
     def __init__(self, args: list[str], log: Path, *,
-                 module: str = "runtime_bridge.chaos") -> None:
+                 module: str = "runtime_bridge.testing.chaos") -> None:
         self.name = args[0]
         self.log = log
         self._err: IO[bytes] = open(log, "ab")  # noqa: SIM115 - closed in close()

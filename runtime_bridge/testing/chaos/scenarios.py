@@ -1,11 +1,12 @@
 """Fault scenarios: one run of a task through a real runtime process while one fault class is
-injected, audited from the runtime's records (:mod:`runtime_bridge.chaos.truth`).
+injected, audited from the runtime's records (:mod:`runtime_bridge.testing.chaos.truth`).
 
-Each run starts a runtime process (``python -m runtime_bridge.chaos runtime``) on a fresh
-journal, a :class:`~runtime_bridge.zmq.faults.FaultProxy` in front of it, and a harness process
-(``harness run --runtime``, or ``python -m runtime_bridge.chaos harness``: see
-:class:`~runtime_bridge.chaos.processes.Workload`) that talks to the runtime through the proxy.
-Telemetry goes through a :class:`~runtime_bridge.zmq.telemetry_faults.TelemetryFaultProxy`
+Each run starts a runtime process (``python -m runtime_bridge.testing.chaos runtime``) on a
+fresh journal, a :class:`~runtime_bridge.testing.fault_proxy.FaultProxy` in front of it, and a
+harness process (``harness run --runtime``, or ``python -m runtime_bridge.testing.chaos
+harness``: see :class:`~runtime_bridge.testing.chaos.processes.Workload`) that talks to the
+runtime through the proxy.
+Telemetry goes through a :class:`~runtime_bridge.testing.telemetry_faults.TelemetryFaultProxy`
 (faultless but in the telemetry rows). Faults that need a moment "mid-command" wait for the
 ``k``-th executor start in the runtime's exec log.
 
@@ -38,18 +39,18 @@ import zmq
 from harness_bt.errors import BridgeError, HarnessError
 from harness_bt.ledger import Command
 from harness_bt.runtime.bridge import RuntimeState
-from runtime_bridge.chaos.injectors import HostilePeer, Injector
-from runtime_bridge.chaos.processes import PICK_AND_PLACE, Proc, Run, Workload
-from runtime_bridge.chaos.truth import (
+from runtime_bridge.testing.chaos.injectors import HostilePeer, Injector
+from runtime_bridge.testing.chaos.processes import PICK_AND_PLACE, Proc, Run, Workload
+from runtime_bridge.testing.chaos.truth import (
     RunTruth,
     audit,
     read_exec_log,
     read_ledger,
     read_runtime_journal,
 )
+from runtime_bridge.testing.fault_proxy import FaultProxy
+from runtime_bridge.testing.telemetry_faults import TelemetryFaultProxy
 from runtime_bridge.zmq.bridge import ZmqBridge, ZmqBridgeConfig
-from runtime_bridge.zmq.faults import FaultProxy
-from runtime_bridge.zmq.telemetry_faults import TelemetryFaultProxy
 
 __all__ = ["FAULTS", "PICK_AND_PLACE", "RunOutcome", "Workload", "run_once"]
 

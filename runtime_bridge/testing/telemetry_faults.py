@@ -1,5 +1,5 @@
 """A fault-injecting proxy for telemetry, the PUB/SUB sibling of
-:class:`~runtime_bridge.zmq.faults.FaultProxy`: subscribers connect to it instead of the
+:class:`~runtime_bridge.testing.fault_proxy.FaultProxy`: subscribers connect to it instead of the
 runtime's PUB endpoint, and it drops, delays, duplicates or reorders messages, or goes silent
 (a partition of telemetry only), on request.
 

@@ -40,8 +40,8 @@ from typing import Any, TypeVar
 import orjson
 
 from harness_bt.errors import BridgeError
-from runtime_bridge.journal import _COLUMNS, SqliteRuntimeJournal
-from runtime_bridge.record import RuntimeRecord
+from runtime_bridge.host.journal import _COLUMNS, SqliteRuntimeJournal
+from runtime_bridge.host.record import RuntimeRecord
 
 __all__ = ["LoggedRuntimeJournal", "read_rows", "segments"]
 
@@ -188,7 +188,8 @@ class LoggedRuntimeJournal:
                      len(found))
         for seg in found:
             seg.unlink()
-        self._seq = int(_SEGMENT.search(found[-1].name).group(1)) if found else 0  # type: ignore[union-attr]
+        last = _SEGMENT.search(found[-1].name) if found else None
+        self._seq = int(last.group(1)) if last is not None else 0
         return len(rows)
 
     def _next_seq(self) -> int:

@@ -4,24 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from harness_bt.errors import BridgeError
 from harness_bt.ledger import CommandEvent
 from harness_bt.runtime.bridge import RuntimeState
 from harness_bt.runtime.observation import Observation
 
-__all__ = ["EventBatch", "GiveWay", "HeartbeatResult", "HostConfig", "StepResult"]
-
-
-class GiveWay(Protocol):
-    """Handed to a control step's bookkeeping by the thread that answers requests when that
-    thread runs it (the runtime server's broker): ``pending()`` says whether a request waits (a
-    cheap look at the socket), ``answer()`` answers one there and then, on the same thread."""
-
-    def pending(self) -> bool: ...
-
-    def answer(self) -> None: ...
+__all__ = ["EventBatch", "HeartbeatResult", "HostConfig", "StepResult"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from harness_bt.errors import BridgeError
-from runtime_bridge.record import RuntimeRecord
+from runtime_bridge.host.record import RuntimeRecord
 
 __all__ = ["FORMAT_VERSION", "MemoryRuntimeJournal", "RuntimeJournal", "SqliteRuntimeJournal"]
 

@@ -1,8 +1,9 @@
 """The harness process of a chaos run: a :class:`~harness_bt.run.runner.TaskRunner` over a
 :class:`~runtime_bridge.zmq.ZmqBridge`, on a durable ledger, in real time.
 
-``python -m runtime_bridge.chaos harness --endpoint EP --task TASK --journal run.db --run-id R``
-runs the task once and prints one JSON line (the :class:`~harness_bt.run.result.TaskResult`).
+``python -m runtime_bridge.testing.chaos harness --endpoint EP --task TASK --journal run.db
+--run-id R`` runs the task once and prints one JSON line (the
+:class:`~harness_bt.run.result.TaskResult`).
 ``--resume`` is for a harness that was killed: it reopens the ledger (every open command comes
 back UNKNOWN), asks the runtime to stop each of them, settles each from the runtime's own record
 (query), and only then runs the task again under a new run id (``R.r1``, ``R.r2``...): no
@@ -96,7 +97,7 @@ def settle_open_commands(ledger: Ledger, bridge: ZmqBridge, clock: Clock, *,
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m runtime_bridge.chaos harness",
+    p = argparse.ArgumentParser(prog="python -m runtime_bridge.testing.chaos harness",
                                 description="run a task against a ZeroMQ runtime")
     p.add_argument("--endpoint", required=True)
     p.add_argument("--task", required=True)
