@@ -15,7 +15,8 @@ from harness_bt.errors import BridgeError, CommandError, DefinitionError, Harnes
 from harness_bt.evaluation import EvaluationResult, EvaluatorRegistry
 from harness_bt.ledger import Ledger
 from harness_bt.phases import Compound, Final, On, Parallel, Phase, Task, on
-from harness_bt.run.runner import TaskResult, TaskRunner
+from harness_bt.run.result import TaskResult
+from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.bridge import RuntimeBridge
 from harness_bt.skill import Lifecycle, Postcondition, Skill, SkillContract, SkillRegistry
 from harness_bt.trace import Trace, TraceReader

@@ -22,7 +22,7 @@ from harness_bt.budget import BreakerBoard, TaskBudget
 from harness_bt.clock import Clock
 from harness_bt.errors import BridgeError, HarnessError
 from harness_bt.evaluation import EvaluatorRegistry
-from harness_bt.ledger import CommandState, Ledger
+from harness_bt.ledger import CommandRecord, CommandState, HistoryEntry, Ledger
 from harness_bt.runtime.bridge import Ack, RuntimeBridge
 from harness_bt.skill import SkillRegistry
 from harness_bt.world import WorldModel
@@ -266,3 +266,37 @@ class RunContext:
 
     def error(self, where: str, exc: HarnessError) -> None:
         self.emit("error", where=where, error=exc.to_dict())
+
+    def trace_command(self, rec: CommandRecord, h: HistoryEntry) -> bool:
+        """Trace one ledger history entry (``command``), and measure protection latency: from
+        the stop request to the stop's confirmation (or to UNKNOWN, unconfirmed). True when
+        the ledger itself moved the command to CANCELING (a deadline passed): the runtime must
+        be told to stop it."""
+        data: dict[str, Any] = {
+            "op": h.op, "state_before": h.state_before.value if h.state_before else None,
+            "state_after": h.state_after.value, "reason": h.reason, "applied": h.applied,
+            "ledger_seq": h.seq, "skill": rec.command.skill,
+        }
+        if h.runtime_seq is not None:
+            data["runtime_seq"] = h.runtime_seq
+        if h.evidence:
+            data["evidence"] = list(h.evidence)
+        if h.detail:
+            data["detail"] = h.detail
+        if h.op == "submit":
+            data["command"] = rec.command.to_wire()
+        cid = rec.command_id
+        self.emit("command", command_id=cid, **data)
+        stop = h.state_after is CommandState.CANCELING and h.op == "tick"
+        if stop:
+            self.cancel_requested_at.setdefault(cid, h.mono)
+        requested = self.cancel_requested_at.get(cid)
+        if requested is not None and h.state_before is not h.state_after:
+            if h.state_after is CommandState.CANCELED:
+                self.latency("protection", h.mono - requested, command_id=cid, confirmed=True,
+                             reason=h.reason)
+                self.cancel_requested_at.pop(cid, None)
+            elif h.state_after is CommandState.UNKNOWN and h.state_before is CommandState.CANCELING:
+                self.latency("protection", None, command_id=cid, confirmed=False,
+                             reason=h.reason)
+        return stop

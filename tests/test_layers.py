@@ -1,28 +1,62 @@
-"""Dependencies point inward (DESIGN.md): harness_bt imports neither skills nor runtime_bridge,
-runtime_bridge never imports skills, skills never imports runtime_bridge; and nothing on the
-harness or executor side reads the simulator's ground truth."""
+"""The architecture, pinned (DESIGN.md): dependencies point inward (harness_bt imports neither
+skills nor runtime_bridge, runtime_bridge never imports skills, skills never imports
+runtime_bridge); no import cycle anywhere, counting imports inside functions; no module past
+500 lines; the test rigs under runtime_bridge.testing are never imported by the product; and
+nothing on the harness or executor side reads the simulator's ground truth."""
 
 from __future__ import annotations
 
 import ast
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("harness_bt", "skills", "runtime_bridge")
 
 
-def imports(package: str) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for path in (ROOT / package).rglob("*.py"):
-        names: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                names.update(a.name for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names.add(node.module)
-        out[str(path.relative_to(ROOT))] = names
+def modules() -> dict[str, Path]:
+    """Every module of the product, by dotted name (a package by its own name)."""
+    out: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            out[name.removesuffix(".__init__")] = path
     return out
+
+
+def imported(name: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
+    """The product modules ``name`` imports, anywhere in the file (relative imports
+    resolved, ``from package import module`` counted as that module)."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = name.split(".") if is_package else name.split(".")[:-1]
+                parts = parts[: len(parts) - node.level + 1]
+                stem = ".".join([*parts, *([node.module] if node.module else [])])
+            else:
+                stem = node.module or ""
+            targets = [stem, *(f"{stem}.{a.name}" for a in node.names)]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                yield target
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    out = {name: set(imported(name, path, known)) for name, path in known.items()}
+    # a package naming its own modules (its exports) is not a dependency of design
+    return {name: {t for t in targets if not t.startswith(name + ".")}
+            for name, targets in out.items()}
 
 
 @pytest.mark.parametrize(("package", "forbidden"), [
@@ -31,9 +65,72 @@ def imports(package: str) -> dict[str, set[str]]:
     ("skills", ("runtime_bridge",)),
 ])
 def test_dependencies_point_inward(package: str, forbidden: tuple[str, ...]) -> None:
-    bad = {f: sorted(n for n in names if n.split(".")[0] in forbidden)
-           for f, names in imports(package).items()}
-    assert {f: n for f, n in bad.items() if n} == {}
+    bad = {name: sorted(t for t in targets if t.split(".")[0] in forbidden)
+           for name, targets in graph().items() if name.split(".")[0] == package}
+    assert {name: targets for name, targets in bad.items() if targets} == {}
+
+
+def test_the_product_never_imports_the_test_rigs() -> None:
+    rigs = "runtime_bridge.testing"
+    bad = {name: sorted(t for t in targets if t == rigs or t.startswith(rigs + "."))
+           for name, targets in graph().items()
+           if name != rigs and not name.startswith(rigs + ".")}
+    assert {name: targets for name, targets in bad.items() if targets} == {}
+
+
+def test_no_import_cycle_anywhere() -> None:
+    """Tarjan's strongly connected components over every import of every module."""
+    edges = graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    assert cycles == []
+
+
+def test_no_module_is_past_500_lines() -> None:
+    sizes = {name: len(path.read_text().splitlines()) for name, path in modules().items()}
+    assert {name: n for name, n in sizes.items() if n > 500} == {}
+
+
+def test_the_layer_checks_see_a_cycle_when_there_is_one(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The graph counts function-level and relative imports (else the checks above prove
+    nothing)."""
+    package = tmp_path / "harness_bt"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("def f():\n    from harness_bt.b import g\n")
+    (package / "b.py").write_text("from . import a\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert graph() == {"harness_bt": set(), "harness_bt.a": {"harness_bt.b"},
+                       "harness_bt.b": {"harness_bt", "harness_bt.a"}}
 
 
 def test_no_harness_or_executor_code_reads_ground_truth() -> None:

@@ -17,12 +17,12 @@ from typing import Any
 
 from harness_bt.ledger.errors import LedgerCode, LedgerError
 
-__all__ = ["FORMAT_VERSION", "SqliteJournal"]
+__all__ = ["FORMAT_VERSION", "LedgerJournal"]
 
 FORMAT_VERSION = "1"
 
 
-class SqliteJournal:
+class LedgerJournal:
     """Append-only journal of ledger entries (JSON objects) in one SQLite file."""
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:

@@ -1,67 +1,100 @@
-"""What a checkpoint takes from a running :class:`~harness_bt.run.runner.TaskRunner`, and how a
-resumed runner gets it back (the storage is :mod:`harness_bt.run.journal`).
+"""Checkpoints of a running task: what one takes from a run, how a resumed run gets it back,
+and when they are taken (the storage is :mod:`harness_bt.run.journal`).
 
-Taken after every tick in which the chart changed configuration: the configuration and history
-states, every atomic phase's activation number, the blackboard's plain values, the task
-budget's retries used, the counters, the plan version, the phases visited and their durations,
-the commands handed over to a later phase, the control epoch and the time used. Restored before
-the chart is rebuilt in that configuration; the runner then re-enters the active phases.
+Taken after the start and after every tick in which the chart changed configuration: the
+configuration and history states, every atomic phase's activation number, the blackboard's
+plain values, the task budget's retries used, the counters, the plan version, the run's
+:class:`RunProgress` (phases visited and their durations, commands handed over to a later
+phase), the control epoch and the time used; in between, the time used is rewritten about once
+per ``progress_interval_s``. Restored before the chart is rebuilt in that configuration; the
+runner then re-enters the active phases.
+
+This module reads a run through :class:`Checkpointed` (what a
+:class:`~harness_bt.run.runner.TaskRunner` exposes), never its private state.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from statemachine.model import Model
 from statemachine.orderedset import OrderedSet
 
+from harness_bt.context import PhaseScope, RunContext
+from harness_bt.ledger import Ledger
 from harness_bt.phases import Task
-from harness_bt.run.journal import RunCheckpoint, journalable
+from harness_bt.run.journal import RunCheckpoint, RunJournal, journalable
 
-if TYPE_CHECKING:
-    from harness_bt.run.runner import TaskRunner
-
-__all__ = ["chart_in", "restore", "take"]
+__all__ = ["Checkpointed", "Checkpointer", "RunProgress", "chart_in", "restore", "take"]
 
 
-def take(runner: TaskRunner, now: float, reason: str) -> RunCheckpoint:
-    """The runner's progress now (the runner's own state, read as it stands)."""
-    ctx = runner.context
+@dataclass
+class RunProgress:
+    """What a run has done so far besides its chart and its context: when it started (on its
+    clock), the phases it entered in order, how long each was active, and the commands handed
+    over to a later phase (command id -> the phase that issued it)."""
+
+    started_at: float = 0.0
+    visited: list[str] = field(default_factory=list)
+    durations: dict[str, float] = field(default_factory=dict)
+    handed_over: dict[str, str] = field(default_factory=dict)
+
+
+class Checkpointed(Protocol):
+    """What a checkpoint reads from a running task."""
+
+    context: RunContext
+    progress: RunProgress
+    scopes: Mapping[str, PhaseScope]
+    chart: Any
+    ledger: Ledger
+    ticks: int
+
+    @property
+    def configuration(self) -> tuple[str, ...]: ...
+
+
+def take(run: Checkpointed, now: float, reason: str) -> RunCheckpoint:
+    """The run's progress now."""
+    ctx = run.context
     board = ctx.blackboard.as_dict()
     kept = {k: v for k, v in board.items() if journalable(v)}
-    chart = runner.chart
+    chart = run.chart
     history = {} if chart is None else {
         sid: [s.id for s in states] for sid, states in chart.history_values.items()}
+    progress = run.progress
     return RunCheckpoint(
-        configuration=runner.configuration,
-        activations={pid: scope.activation for pid, scope in runner.scopes.items()},
+        configuration=run.configuration,
+        activations={pid: scope.activation for pid, scope in run.scopes.items()},
         blackboard=copy.deepcopy(kept), retries_used=ctx.budget.retries_used,
         counters=dict(ctx.counters), plan_version=ctx.plan_version,
-        visited=tuple(runner.visited), epoch=runner.ledger.epoch,
-        elapsed_s=now - runner._started_at, ticks=runner.ticks, history=history,
-        durations=dict(runner._durations), handed_over=dict(runner._handed_over),
+        visited=tuple(progress.visited), epoch=run.ledger.epoch,
+        elapsed_s=now - progress.started_at, ticks=run.ticks, history=history,
+        durations=dict(progress.durations), handed_over=dict(progress.handed_over),
         dropped=tuple(sorted(set(board) - set(kept))), reason=reason)
 
 
-def restore(runner: TaskRunner, cp: RunCheckpoint) -> None:
+def restore(run: Checkpointed, cp: RunCheckpoint) -> None:
     """Put back what ``cp`` kept (before the chart is rebuilt); traced as ``resume``."""
-    ctx = runner.context
+    ctx = run.context
     for key, value in cp.blackboard.items():
         ctx.blackboard.set(key, copy.deepcopy(value), writer="resume")
     ctx.budget.retries_used = cp.retries_used
     ctx.counters.update(cp.counters)
     ctx.plan_version = cp.plan_version
     for pid, n in cp.activations.items():
-        if pid in runner.scopes:
-            runner.scopes[pid].activation = n
-    runner._durations.update(cp.durations)
-    runner._handed_over.update(cp.handed_over)
+        if pid in run.scopes:
+            run.scopes[pid].activation = n
+    run.progress.durations.update(cp.durations)
+    run.progress.handed_over.update(cp.handed_over)
     ctx.emit("resume", checkpoint=cp.seq, reason=cp.reason,
              configuration=list(cp.configuration), activations=dict(cp.activations),
              retries_used=cp.retries_used, elapsed_s=cp.elapsed_s, epoch=cp.epoch,
-             dropped=list(cp.dropped), restarted=list(runner.ledger.restarted))
+             dropped=list(cp.dropped), restarted=list(run.ledger.restarted))
 
 
 def chart_in(task: Task, cp: RunCheckpoint, *, listeners: Sequence[Any]) -> Any:
@@ -75,3 +108,41 @@ def chart_in(task: Task, cp: RunCheckpoint, *, listeners: Sequence[Any]) -> Any:
     chart.history_values = {sid: [states[v] for v in values if v in states]
                             for sid, values in cp.history.items()}
     return chart
+
+
+class Checkpointer:
+    """When a run's progress is journaled (see the module docstring); a run without a journal
+    takes none. ``transitions`` counts the chart's transitions so far."""
+
+    def __init__(self, journal: RunJournal | None, *, progress_interval_s: float = 1.0) -> None:
+        self.journal = journal
+        self.progress_interval_s = progress_interval_s
+        self._checkpointed = -1
+        self._progress_at = -math.inf
+
+    def checkpoint(self, run: Checkpointed, now: float, reason: str, transitions: int) -> None:
+        """Journal a checkpoint now (traced as ``checkpoint``)."""
+        if self.journal is None:
+            return
+        self._checkpointed = transitions
+        self._progress_at = now
+        cp = take(run, now, reason)
+        seq = self.journal.checkpoint(cp, wall=run.context.clock.wall())
+        run.context.emit("checkpoint", seq=seq, reason=reason,
+                         configuration=list(cp.configuration), dropped=list(cp.dropped))
+
+    def after_tick(self, run: Checkpointed, now: float, transitions: int) -> None:
+        """A checkpoint when the configuration changed since the last one, else the time used
+        when it is due."""
+        if self.journal is None:
+            return
+        if transitions != self._checkpointed:
+            self.checkpoint(run, now, "transition", transitions)
+        elif now - self._progress_at >= self.progress_interval_s:
+            self._progress_at = now
+            self.journal.progress_update(elapsed_s=now - run.progress.started_at,
+                                         ticks=run.ticks, epoch=run.ledger.epoch)
+
+    def finish(self, result: Mapping[str, Any]) -> None:
+        if self.journal is not None:
+            self.journal.finish(dict(result))

@@ -32,22 +32,25 @@ from harness_bt.context import GuardContext, Outcome, OutcomeKind, PhaseScope, R
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.ledger import CommandRecord, CommandState, HistoryEntry, Ledger
-from harness_bt.nodes.base import HarnessNode, iter_nodes
 from harness_bt.nodes.registry import NodeRegistry
 from harness_bt.phases import Task
 from harness_bt.run import checkpoint
+from harness_bt.run.checkpoint import Checkpointer, RunProgress
 from harness_bt.run.journal import RunCheckpoint, RunJournal
 from harness_bt.run.reconcile import Reconciler
-from harness_bt.run.result import TaskResult
+from harness_bt.run.result import TaskResult, result_of
+from harness_bt.run.trees import RunTrees
 from harness_bt.runtime.bridge import RuntimeBridge
 from harness_bt.skill import SkillRegistry
 from harness_bt.trace import Trace
 from harness_bt.world import Perception, WorldModel, scripted_perception
 
-__all__ = ["TaskResult", "TaskRunner"]
+__all__ = ["TaskRunner"]
 
-S = CommandState
-_OPEN = (S.ACCEPTED, S.RUNNING, S.CANCELING, S.EVALUATING, S.RECONCILING)
+_OPEN = (CommandState.ACCEPTED, CommandState.RUNNING, CommandState.CANCELING,
+         CommandState.EVALUATING, CommandState.RECONCILING)
+#: what a phase exit or the end of the run cancels
+_CANCELABLE = (CommandState.ACCEPTED, CommandState.RUNNING, CommandState.EVALUATING)
 
 
 class _ChartHooks:
@@ -118,6 +121,7 @@ class TaskRunner:
         self.tick_period_s = float(tick_period_s)
         self.reconcile_interval_s = reconcile_interval_s
         self.trees = task.build_trees(nodes)
+        self._trees = RunTrees(self.trees)
         if isinstance(trace, Trace):
             self.trace = trace
             trace.task_id, trace.run_id = self.task_id, self.run_id
@@ -135,11 +139,7 @@ class TaskRunner:
         ctx = self.context
         self.trace.plan_version = lambda: ctx.plan_version
         self.scopes = {pid: PhaseScope(pid, ctx) for pid in self.trees}
-        self._nodes = {pid: list(iter_nodes(root)) for pid, root in self.trees.items()}
-        self._paths = {pid: [n.harness_path for n in nodes]  # type: ignore[attr-defined]
-                       for pid, nodes in self._nodes.items()}
-        self._last = {pid: [n.status for n in nodes] for pid, nodes in self._nodes.items()}
-        self._bind_nodes()
+        self._trees.bind(ctx, self.scopes, task=task.name)
         self._state_order = [s.id for s in task.chart_class.states_map.values()]
         self._atomic_order = [pid for pid in self._state_order if pid in self.trees]
         stop_budget = max([s.lifecycle.stop_timeout_ms / 1000.0 for _, s in self.skills.items()]
@@ -150,26 +150,20 @@ class TaskRunner:
         self.phase = "idle"
         self.ticks = 0
         self.result: TaskResult | None = None
-        self.visited: list[str] = []
+        self.progress = RunProgress()
         self._held: set[str] = set()
-        self._handed_over: dict[str, str] = {}
         self._to_cancel: list[str] = []
         self._entered_at: dict[str, float] = {}
-        self._durations: dict[str, float] = {}
         self._transitions = 0
         self._active: list[str] = []
         self._active_key = -1
         self._time_fired = False
         self._outcome = ("", "")
         self._final_state: str | None = None
-        self._started_at = 0.0
         self._drain_deadline = 0.0
         self.reconciler = Reconciler(ctx, interval_s=reconcile_interval_s)
-        self.journal = journal
         self.resumed_from = resume
-        self.progress_interval_s = progress_interval_s
-        self._checkpointed = -1
-        self._progress_at = -math.inf
+        self.checkpoints = Checkpointer(journal, progress_interval_s=progress_interval_s)
         if resume is not None:
             unknown = sorted(set(resume.configuration) - set(self._state_order))
             if unknown:
@@ -186,22 +180,6 @@ class TaskRunner:
         ctx.breakers.on_change = lambda br, a, b: ctx.emit(
             "breaker", key=br.name, state_before=a.value, state_after=b.value,
             failures=br.failures)
-
-    def _bind_nodes(self) -> None:
-        problems: list[str] = []
-        for pid, nodes in self._nodes.items():
-            for node in nodes:
-                if isinstance(node, HarnessNode):
-                    problems.extend(f"phase {pid}, node {node.path}: {p}"
-                                    for p in node.problems(self.context))
-        if problems:
-            raise DefinitionError(
-                "INVALID_TASK", f"task {self.task.name!r}: {len(problems)} problem(s): "
-                + "; ".join(problems), details={"problems": problems},
-                fix="register the missing skills / evaluators or fix the names")
-        for pid, nodes in self._nodes.items():
-            for node in nodes:
-                node.setup(context=self.context, scope=self.scopes[pid])
 
     # ------------------------------------------------------------------ reading
 
@@ -226,9 +204,7 @@ class TaskRunner:
     def status_map(self, *, all_phases: bool = False) -> dict[str, dict[str, str]]:
         """``{phase: {node path: status}}`` for the active phases (or all of them)."""
         phases = self._atomic_order if all_phases else self.active_phases()
-        return {pid: {p: n.status.value for p, n in zip(self._paths[pid], self._nodes[pid],
-                                                        strict=True)}
-                for pid in phases}
+        return self._trees.status_map(phases)
 
     @property
     def blackboard(self) -> Any:
@@ -272,7 +248,8 @@ class TaskRunner:
         self.reconciler.step(now)
         if self.phase == "running":
             self._tick_chart(now)
-        self._journal_progress(now)
+        if self.phase in ("running", "draining"):
+            self.checkpoints.after_tick(self, now, self._transitions)
         if self.phase == "draining" and (self._drained() or now >= self._drain_deadline):
             self._finish(now)
 
@@ -292,8 +269,8 @@ class TaskRunner:
     def _start(self, now: float) -> None:
         ctx = self.context
         resume = self.resumed_from
-        self._started_at = now if resume is None else now - resume.elapsed_s
-        ctx.budget.start(self._started_at)
+        self.progress.started_at = now if resume is None else now - resume.elapsed_s
+        ctx.budget.start(self.progress.started_at)
         ctx.emit("task", **self.task.structure(self.trees), skills={
             name: {"version": s.version, "resources": list(s.resources)}
             for name, s in self.skills.items()})
@@ -303,7 +280,7 @@ class TaskRunner:
             for key, value in self.task.blackboard.items():  # the task's defaults, traced
                 ctx.blackboard.set(key, copy.deepcopy(value), writer="task")
         else:
-            self._restore(resume)
+            checkpoint.restore(self, resume)
         prefix = f"{self.run_id}/"
         adopted = [r.command_id for r in self.ledger.active()
                    if r.command_id.startswith(prefix)]
@@ -320,10 +297,8 @@ class TaskRunner:
             self._reenter(resume)
         ctx.emit("chart", event="__initial__" if resume is None else "__resumed__",
                  source=None, target=None, configuration=list(self.configuration))
-        self._checkpoint(now, "start" if resume is None else "resumed")
-
-    def _restore(self, cp: RunCheckpoint) -> None:
-        checkpoint.restore(self, cp)
+        self.checkpoints.checkpoint(self, now, "start" if resume is None else "resumed",
+                                    self._transitions)
 
     def _reenter(self, cp: RunCheckpoint) -> None:
         """Rebuild the chart in the checkpoint's configuration (no entry actions run), then
@@ -335,29 +310,8 @@ class TaskRunner:
                 if sid in self.scopes:
                     self.scopes[sid].activation -= 1  # enter() counts it again
                 self._enter(sid)
-        self.visited = list(cp.visited)
+        self.progress.visited = list(cp.visited)
         self._transitions += 1
-
-    def _checkpoint(self, now: float, reason: str) -> None:
-        """Journal the run's progress (see :mod:`harness_bt.run.journal`)."""
-        if self.journal is None:
-            return
-        self._checkpointed = self._transitions
-        self._progress_at = now
-        cp = checkpoint.take(self, now, reason)
-        seq = self.journal.checkpoint(cp, wall=self.clock.wall())
-        self.context.emit("checkpoint", seq=seq, reason=reason,
-                          configuration=list(cp.configuration), dropped=list(cp.dropped))
-
-    def _journal_progress(self, now: float) -> None:
-        if self.journal is None or self.phase not in ("running", "draining"):
-            return
-        if self._transitions != self._checkpointed:
-            self._checkpoint(now, "transition")
-        elif now - self._progress_at >= self.progress_interval_s:
-            self._progress_at = now
-            self.journal.progress_update(elapsed_s=now - self._started_at, ticks=self.ticks,
-                                         epoch=self.ledger.epoch)
 
     def _poll(self, now: float) -> None:
         ctx = self.context
@@ -407,13 +361,13 @@ class TaskRunner:
                 continue
             root = self.trees[pid]
             root.tick_once()
-            self._record_status(pid)
+            self._trees.record_status(pid, self.context)
             if root.status is Status.SUCCESS:
                 completions.append((pid, self.scopes[pid].activation,
-                                    Outcome(OutcomeKind.SUCCEEDED, "", self._root_path(pid))))
+                                    Outcome(OutcomeKind.SUCCEEDED, "", self._trees.root_path(pid))))
             elif root.status is Status.FAILURE:
                 why = self.scopes[pid].failure_this_tick() or Outcome(
-                    OutcomeKind.FAILED, "FAILED", self._root_path(pid))
+                    OutcomeKind.FAILED, "FAILED", self._trees.root_path(pid))
                 completions.append((pid, self.scopes[pid].activation, why))
         for pid, activation, outcome in completions:
             if self.phase != "running" or pid not in self.active_phases() \
@@ -445,26 +399,12 @@ class TaskRunner:
             ctx.emit("unhandled", phase=pid, event=event)
         return handled
 
-    def _root_path(self, pid: str) -> str:
-        return self._paths[pid][0]
-
-    def _record_status(self, pid: str) -> None:
-        nodes = self._nodes[pid]
-        current = [n.status for n in nodes]
-        last = self._last[pid]
-        if current == last:
-            return
-        changes = {path: [a.value, b.value] for path, a, b in zip(self._paths[pid], last, current,
-                                                                   strict=True) if a is not b}
-        self._last[pid] = current
-        self.context.emit("status", phase=pid, changes=changes)
-
     # ------------------------------------------------------------------ chart hooks
 
     def _enter(self, sid: str) -> None:
         ctx = self.context
         now = ctx.now
-        self.visited.append(sid)
+        self.progress.visited.append(sid)
         self._entered_at[sid] = now
         if sid in self.trees:
             scope = self.scopes[sid]
@@ -475,15 +415,16 @@ class TaskRunner:
             self._held.discard(sid)
             ctx.plan_version += 1
             ctx.emit("phase_enter", phase=sid, activation=scope.activation,
-                     tree=self._paths[sid])
-            self._record_status(sid)
+                     tree=self._trees.paths[sid])
+            self._trees.record_status(sid, ctx)
         else:
             ctx.emit("phase_enter", phase=sid, kind=self.task.specs[sid].kind)
 
     def _exit(self, sid: str) -> None:
         ctx = self.context
         now = ctx.now
-        self._durations[sid] = self._durations.get(sid, 0.0) + now - self._entered_at.get(sid, now)
+        durations = self.progress.durations
+        durations[sid] = durations.get(sid, 0.0) + now - self._entered_at.get(sid, now)
         if sid not in self.trees:
             ctx.emit("phase_exit", phase=sid)
             return
@@ -494,14 +435,14 @@ class TaskRunner:
             rec = self.ledger.find(cid)
             if rec is None or rec.terminal:
                 continue
-            if rec.state is S.EVALUATING and cid in scope.handover:
-                self._handed_over[cid] = sid
+            if rec.state is CommandState.EVALUATING and cid in scope.handover:
+                self.progress.handed_over[cid] = sid
                 ctx.emit("handover", command_id=cid, phase=sid)
-            elif rec.state in (S.ACCEPTED, S.RUNNING, S.EVALUATING):
+            elif rec.state in _CANCELABLE:
                 ctx.cancel(cid, why="PHASE_EXIT", stop_timeout_s=self._stop_timeout(rec))
         self._held.discard(sid)
         ctx.emit("phase_exit", phase=sid, activation=scope.activation)
-        self._record_status(sid)
+        self._trees.record_status(sid, ctx)
 
     def _transitioned(self, event: str, source: Any, target: Any) -> None:
         self._transitions += 1
@@ -514,37 +455,9 @@ class TaskRunner:
             return self.skills.get(rec.command.skill).lifecycle.stop_timeout_ms / 1000.0
         return None
 
-    # ------------------------------------------------------------------ ledger listener
-
     def _on_ledger(self, rec: CommandRecord, h: HistoryEntry) -> None:
-        ctx = self.context
-        data: dict[str, Any] = {
-            "op": h.op, "state_before": h.state_before.value if h.state_before else None,
-            "state_after": h.state_after.value, "reason": h.reason, "applied": h.applied,
-            "ledger_seq": h.seq, "skill": rec.command.skill,
-        }
-        if h.runtime_seq is not None:
-            data["runtime_seq"] = h.runtime_seq
-        if h.evidence:
-            data["evidence"] = list(h.evidence)
-        if h.detail:
-            data["detail"] = h.detail
-        if h.op == "submit":
-            data["command"] = rec.command.to_wire()
-        ctx.emit("command", command_id=rec.command_id, **data)
-        cid = rec.command_id
-        if h.state_after is S.CANCELING and h.op == "tick":
-            self._to_cancel.append(cid)
-            ctx.cancel_requested_at.setdefault(cid, h.mono)
-        requested = ctx.cancel_requested_at.get(cid)
-        if requested is not None and h.state_before is not h.state_after:
-            if h.state_after is S.CANCELED:
-                ctx.latency("protection", h.mono - requested, command_id=cid, confirmed=True,
-                            reason=h.reason)
-                ctx.cancel_requested_at.pop(cid, None)
-            elif h.state_after is S.UNKNOWN and h.state_before is S.CANCELING:
-                ctx.latency("protection", None, command_id=cid, confirmed=False,
-                            reason=h.reason)
+        if self.context.trace_command(rec, h):  # the ledger's own deadline asks for a stop
+            self._to_cancel.append(rec.command_id)
 
     # ------------------------------------------------------------------ ending
 
@@ -552,8 +465,7 @@ class TaskRunner:
         ctx = self.context
         self._outcome = (outcome, reason)
         for rec in self.ledger.active():
-            if rec.command_id in ctx.command_phase and rec.state in (S.ACCEPTED, S.RUNNING,
-                                                                     S.EVALUATING):
+            if rec.command_id in ctx.command_phase and rec.state in _CANCELABLE:
                 ctx.cancel(rec.command_id, why="TASK_END", stop_timeout_s=self._stop_timeout(rec))
         self.phase = "draining"
         self._drain_deadline = ctx.now + self.drain_timeout_s
@@ -573,32 +485,9 @@ class TaskRunner:
         left = self._open()
         if left:
             ctx.emit("drain_timeout", open={r.command_id: r.state.value for r in left})
-        records = [self.ledger.get(cid) for cid in ctx.command_phase if cid in self.ledger]
-        durations = {"total": now - self._started_at, **self._durations}
-        latencies = [e["data"] for e in self.trace.of_kind("latency")] if self.trace.keep else []
-        self.result = TaskResult(
-            task_id=self.task_id, run_id=self.run_id, outcome=outcome, reason=reason,
-            phases_visited=tuple(self.visited),
-            commands={r.command_id: r.state.value for r in records},
-            command_reasons={r.command_id: r.reason for r in records},
-            retries=ctx.counters.get("retries", 0),
-            recoveries=ctx.counters.get("recoveries", 0),
-            replans=ctx.counters.get("replans", 0),
-            unknowns=tuple(r.command_id for r in records if r.state is S.UNKNOWN),
-            unknown_verdicts=ctx.counters.get("unknown_verdicts", 0),
-            durations=durations, ticks=self.ticks,
-            decision_latency_s=tuple(d["seconds"] for d in latencies
-                                     if d["which"] == "decision"),
-            protection_latency_s=tuple(d["seconds"] for d in latencies
-                                       if d["which"] == "protection"),
-            trace_path=None if self.trace.path is None else str(self.trace.path),
-            final_state=self._final_state,
-            details={"held_resources": self.ledger.held_resources(),
-                     "breakers": ctx.breakers.states(now)},
-        )
+        self.result = result_of(self, now, outcome, reason, self._final_state)
         self.phase = "finished"
-        if self.journal is not None:
-            self.journal.finish(self.result.to_dict())
+        self.checkpoints.finish(self.result.to_dict())
         ctx.emit("run_end", **self.result.to_dict())
         self.trace.close()  # the events stay in memory (``trace.events``)
 
