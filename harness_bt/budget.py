@@ -1,5 +1,5 @@
 """Budgets: per task (total time, total retries), per node (attempts, backoff with full jitter),
-circuit breakers per skill / bridge (seed 000 §2.5, §3.7).
+circuit breakers per skill / bridge (docs/architecture.md, "Budgets").
 
 Retries, backoff and breakers are different mechanisms: a retry asks whether an operation may be
 repeated; backoff limits how often; a breaker stops calling a failing service for a while. Every
@@ -13,7 +13,7 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from harness_bt.errors import DefinitionError
@@ -28,16 +28,13 @@ __all__ = [
 ]
 
 
-class Exhaustion(str, Enum):
+class Exhaustion(StrEnum):
     """Why a budget ran out. Used as the ``reason`` of a ``budget_exhausted`` outcome."""
 
     ATTEMPTS = "ATTEMPTS_EXHAUSTED"  # a node's own attempts
     TASK_RETRIES = "TASK_RETRIES_EXHAUSTED"  # the task's total retries
     TASK_TIME = "TASK_TIME_EXHAUSTED"  # the task's total time (or not enough left to back off)
     OBSERVATIONS = "OBSERVATIONS_EXHAUSTED"  # an evaluator's re-observation bound
-
-    def __str__(self) -> str:
-        return self.value
 
 
 def _positive(name: str, value: float | None, *, allow_zero: bool = False) -> None:
@@ -142,13 +139,10 @@ class TaskBudget:
         return {"max_retries": self.max_retries, "max_time_s": self.max_time_s}
 
 
-class BreakerState(str, Enum):
+class BreakerState(StrEnum):
     CLOSED = "CLOSED"  # calls pass
     OPEN = "OPEN"  # calls refused until the cool-down ends
     HALF_OPEN = "HALF_OPEN"  # one trial call passes; its result closes or re-opens
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class CircuitBreaker:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Protocol, runtime_checkable
 
+from harness_bt.errors import DefinitionError
+
 __all__ = ["Clock", "FakeClock", "SimClock", "SystemClock"]
 
 
@@ -48,13 +50,15 @@ class FakeClock:
 
     def advance(self, seconds: float) -> float:
         if seconds < 0:
-            raise ValueError(f"a monotonic clock cannot go back ({seconds} s)")
+            raise DefinitionError("INVALID_CLOCK", f"a monotonic clock cannot go back "
+                                  f"({seconds} s)", fix="advance by zero or more seconds")
         self._now += seconds
         return self._now
 
     def set(self, now: float) -> None:
         if now < self._now:
-            raise ValueError(f"a monotonic clock cannot go back from {self._now} to {now}")
+            raise DefinitionError("INVALID_CLOCK", f"a monotonic clock cannot go back from "
+                                  f"{self._now} to {now}", fix="set a time at or after now")
         self._now = float(now)
 
     def sleep(self, seconds: float) -> None:
@@ -68,7 +72,8 @@ class SimClock(FakeClock):
     def __init__(self, dt: float = 1.0 / 30.0, *, start: float = 0.0) -> None:
         super().__init__(start)
         if dt <= 0:
-            raise ValueError(f"dt must be positive, got {dt}")
+            raise DefinitionError("INVALID_CLOCK", f"dt must be positive, got {dt}",
+                                  fix="give the seconds one step stands for")
         self.dt = dt
         self.steps = 0
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from harness_bt.budget import BreakerBoard, TaskBudget
@@ -33,16 +33,13 @@ if TYPE_CHECKING:
 __all__ = ["Blackboard", "GuardContext", "Outcome", "OutcomeKind", "PhaseScope", "RunContext"]
 
 
-class OutcomeKind(str, Enum):
+class OutcomeKind(StrEnum):
     """How a tree (or a node) ended. The values are the chart event names a phase raises."""
 
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     UNKNOWN = "unknown"
     BUDGET_EXHAUSTED = "budget_exhausted"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True, slots=True)

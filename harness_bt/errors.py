@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["BridgeError", "CommandError", "DefinitionError", "HarnessError"]
+__all__ = ["BridgeError", "CommandError", "DefinitionError", "HarnessError", "reason_code"]
 
 
 class HarnessError(Exception):
@@ -77,3 +77,10 @@ class CommandError(HarnessError):
 
 class BridgeError(HarnessError):
     """A transport to a runtime or simulator failed (which worker, which route, what happened)."""
+
+
+def reason_code(reason: str) -> str:
+    """The code of a reason, the part to compare: a reason (of a command's state, an ack, an
+    event) is a code, or a code, a colon and a detail (``"LEASE_EXPIRED"``, ``"STOP_FORCED:
+    CANCEL_REQUESTED"``)."""
+    return reason.partition(":")[0].strip()

@@ -1,4 +1,4 @@
-"""Three-valued evaluation with evidence (seed 000 §2.3).
+"""Three-valued evaluation with evidence (docs/architecture.md, "Evaluation").
 
 An evaluator judges one postcondition from the latest observation and the world model, never
 from the executor's report: ``evaluator(postcondition, observation, world) -> EvaluationResult``.

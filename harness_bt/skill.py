@@ -1,4 +1,5 @@
-"""Skill contracts: what a command means, as the harness sees it (seed 000 §2.2).
+"""Skill contracts: what a command means, as the harness sees it (docs/architecture.md,
+"Skills").
 
 A skill has three contracts. The *syntax* contract is its pydantic params model. The *physical*
 contract is :meth:`SkillContract.check` against the current world (frames, workspace, finite
@@ -17,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -33,23 +34,20 @@ __all__ = [
     "Lifecycle",
     "NoParams",
     "Postcondition",
-    "Problem",
     "Skill",
     "SkillContract",
     "SkillRegistry",
+    "Violation",
     "validate_params",
 ]
 
 
-class CancelBehaviour(str, Enum):
+class CancelBehaviour(StrEnum):
     """What the executor does when asked to stop."""
 
     STOP_AND_HOLD = "stop_and_hold"  # decelerate, then hold position (arms, bases)
     STOP_AND_OPEN = "stop_and_open"  # stop and open the hand (a grasp that must not crush)
     RUN_TO_COMPLETION = "run_to_completion"  # cannot be interrupted; the stop waits for the end
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +85,8 @@ class Lifecycle:
 
 
 @dataclass(frozen=True, slots=True)
-class Problem:
-    """One broken rule: which field, what is wrong, the offending value, and a fix."""
+class Violation:
+    """One broken rule of a contract: which field, what is wrong, the offending value, and a fix."""
 
     field: str
     message: str
@@ -155,7 +153,7 @@ class SkillContract(Protocol):
     @property
     def description(self) -> str: ...
 
-    def check(self, params: BaseModel, world: WorldView) -> list[Problem]:
+    def check(self, params: BaseModel, world: WorldView) -> list[Violation]:
         """The physical contract: every problem with these params in this world (empty: fine)."""
         ...
 
@@ -164,7 +162,7 @@ class SkillContract(Protocol):
         ...
 
 
-CheckFn = Callable[[Any, "WorldView"], Sequence[Problem]]
+CheckFn = Callable[[Any, "WorldView"], Sequence[Violation]]
 PostFn = Callable[[Any], Sequence[Postcondition]]
 
 
@@ -230,7 +228,7 @@ class Skill:
             out.append(f"resources {list(self.resources)} name a resource twice")
         return out
 
-    def check(self, params: BaseModel, world: WorldView) -> list[Problem]:
+    def check(self, params: BaseModel, world: WorldView) -> list[Violation]:
         return [] if self.check_fn is None else list(self.check_fn(params, world))
 
     def postconditions(self, params: BaseModel) -> list[Postcondition]:
@@ -238,7 +236,7 @@ class Skill:
 
 
 def validate_params(skill: SkillContract, params: Mapping[str, Any]) -> tuple[
-    BaseModel | None, list[Problem]
+    BaseModel | None, list[Violation]
 ]:
     """The syntax contract: ``(model, [])`` when ``params`` fit the skill's model, else
     ``(None, problems)`` with one problem per pydantic error."""
@@ -246,7 +244,7 @@ def validate_params(skill: SkillContract, params: Mapping[str, Any]) -> tuple[
         return skill.params_model.model_validate(dict(params)), []
     except ValidationError as exc:
         problems = [
-            Problem(
+            Violation(
                 field="params." + ".".join(str(p) for p in err["loc"]) if err["loc"] else "params",
                 message=err["msg"],
                 code="INVALID_PARAMS",

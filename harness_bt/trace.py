@@ -1,4 +1,5 @@
-"""The run's trace: one JSON object per line, every change with its causal ids (seed 000 §4.5).
+"""The run's trace: one JSON object per line, every change with its causal ids
+(docs/architecture.md, "Traces").
 
 Every event has ``seq`` (1, 2, ... per run), ``kind``, ``task_id``, ``run_id``, ``command_id``
 (or null), ``plan_version``, ``tick``, ``mono`` (monotonic seconds of the run's clock) and
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from harness_bt.clock import Clock
+from harness_bt.errors import DefinitionError
 
 __all__ = ["Trace", "TraceReader", "TraceState"]
 
@@ -146,7 +148,9 @@ class TraceReader:
         """The task structure from the first event."""
         first = self.events[0] if self.events else None
         if first is None or first["kind"] != "task":
-            raise ValueError("the trace does not start with a 'task' event")
+            raise DefinitionError("INVALID_TRACE", "the trace does not start with a 'task' event",
+                                  fix="give a trace written by a TaskRunner (its first event "
+                                      "holds the task)")
         return first["data"]
 
     def of_kind(self, *kinds: str) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""The world model: a small scene graph with evidence, freshness and versions (seed 000 §2.1, §4.3).
+"""The world model: a small scene graph with evidence, freshness and versions
+(docs/architecture.md, "The world model").
 
 Objects carry a pose, an extent, a confidence and their provenance (which camera, which
 timestep, when it arrived). Relations are ``on``, ``in`` and ``held_by``. The scene graph is an
@@ -21,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from harness_bt.errors import DefinitionError
@@ -45,13 +46,10 @@ __all__ = [
 ]
 
 
-class Relation(str, Enum):
+class Relation(StrEnum):
     ON = "on"
     IN = "in"
     HELD_BY = "held_by"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +75,8 @@ class Pose:
             return cls((seq[0], seq[1], seq[2]))
         if len(seq) == 7:
             return cls((seq[0], seq[1], seq[2]), (seq[3], seq[4], seq[5], seq[6]))
-        raise ValueError(f"a pose needs 3 or 7 numbers, got {len(seq)}: {seq!r}")
+        raise DefinitionError("INVALID_POSE", f"a pose needs 3 or 7 numbers, got {len(seq)}: "
+                              f"{seq!r}", fix="give [x, y, z] or [x, y, z, qw, qx, qy, qz]")
 
     def distance_to(self, other: Pose) -> float:
         return math.dist(self.position, other.position)
@@ -296,7 +295,7 @@ class WorldModel:
 
     def premise_check(self, command: Command) -> str | None:
         """The ledger's ``premise_check``: None when every premise object still has the version
-        the plan relied on, else which objects changed (object by object, seed §4.3)."""
+        the plan relied on, else which objects changed (object by object)."""
         return self.premise_check_versions(command.premises)
 
     def premise_check_versions(self, premises: Mapping[str, int]) -> str | None:

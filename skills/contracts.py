@@ -17,9 +17,9 @@ from harness_bt.skill import (
     CancelBehaviour,
     Lifecycle,
     Postcondition,
-    Problem,
     Skill,
     SkillRegistry,
+    Violation,
 )
 from harness_bt.world import WorldView
 from skills import checks
@@ -53,24 +53,24 @@ ARM = ("arm",)
 HAND = ("arm", "gripper")
 
 
-def _checked(*parts: Callable[[Any, WorldView], Sequence[Problem]]
-             ) -> Callable[[Any, WorldView], list[Problem]]:
+def _checked(*parts: Callable[[Any, WorldView], Sequence[Violation]]
+             ) -> Callable[[Any, WorldView], list[Violation]]:
     """Finite values first (nothing else is meaningful with a NaN), then every other check."""
-    def check(params: Any, world: WorldView) -> list[Problem]:
+    def check(params: Any, world: WorldView) -> list[Violation]:
         bad = checks.check_finite(params)
         if bad:
             return bad
-        out: list[Problem] = []
+        out: list[Violation] = []
         for part in parts:
             out.extend(part(params, world))
         return out
     return check
 
 
-def _move_checks(p: MoveEeToParams, world: WorldView) -> list[Problem]:
+def _move_checks(p: MoveEeToParams, world: WorldView) -> list[Violation]:
     out = checks.check_frame(p) + checks.check_pose("params.target", p.target)
     if p.orientation == "target" and len(p.target) != 7:
-        out.append(Problem("params.orientation", "orientation 'target' needs a 7-number target",
+        out.append(Violation("params.orientation", "orientation 'target' needs a 7-number target",
                            code="INVALID_PARAMS", value=p.target,
                            fix="give [x, y, z, qw, qx, qy, qz] or orientation 'keep'"))
     if not out:
@@ -80,7 +80,7 @@ def _move_checks(p: MoveEeToParams, world: WorldView) -> list[Problem]:
     return out
 
 
-def _approach_checks(p: ApproachParams, world: WorldView) -> list[Problem]:
+def _approach_checks(p: ApproachParams, world: WorldView) -> list[Violation]:
     out = checks.check_frame(p) + checks.check_pose("params.object_pose", p.object_pose)
     out += checks.check_object(world, p.object_id, "params.object_id")
     if not out:
@@ -90,7 +90,7 @@ def _approach_checks(p: ApproachParams, world: WorldView) -> list[Problem]:
     return out
 
 
-def _grasp_checks(p: GraspParams, world: WorldView) -> list[Problem]:
+def _grasp_checks(p: GraspParams, world: WorldView) -> list[Violation]:
     out = checks.check_frame(p) + checks.check_pose("params.object_pose", p.object_pose)
     out += checks.check_object(world, p.object_id, "params.object_id")
     if not out:
@@ -100,14 +100,14 @@ def _grasp_checks(p: GraspParams, world: WorldView) -> list[Problem]:
         if obj is not None and obj.extent[0] > 0:
             narrow = min(obj.extent[0], obj.extent[1])
             if narrow > 0.078:
-                out.append(Problem("params.object_id", f"object {p.object_id!r} is {narrow:.3f} m "
-                                   "across its narrowest side; the Panda hand opens 0.08 m",
-                                   code="TOO_WIDE", value=round(narrow, 4),
-                                   fix="grasp something narrower"))
+                out.append(Violation("params.object_id", f"object {p.object_id!r} is "
+                                     f"{narrow:.3f} m across its narrowest side; the Panda hand "
+                                     "opens 0.08 m", code="TOO_WIDE", value=round(narrow, 4),
+                                     fix="grasp something narrower"))
     return out
 
 
-def _lift_checks(p: LiftParams, world: WorldView) -> list[Problem]:
+def _lift_checks(p: LiftParams, world: WorldView) -> list[Violation]:
     out = checks.check_pose("params.object_pose", p.object_pose)
     out += checks.check_object(world, p.object_id, "params.object_id")
     obs = world.observation
@@ -118,12 +118,12 @@ def _lift_checks(p: LiftParams, world: WorldView) -> list[Problem]:
     return out
 
 
-def _place_checks(p: PlaceParams, world: WorldView) -> list[Problem]:
+def _place_checks(p: PlaceParams, world: WorldView) -> list[Violation]:
     out = checks.check_frame(p) + checks.check_pose("params.target_pose", p.target_pose)
     out += checks.check_object(world, p.object_id, "params.object_id")
     out += checks.check_object(world, p.target_id, "params.target_id")
     if p.object_id == p.target_id:
-        out.append(Problem("params.target_id", "an object cannot be placed on itself",
+        out.append(Violation("params.target_id", "an object cannot be placed on itself",
                            code="INVALID_PARAMS", value=p.target_id,
                            fix="name the support to place it on"))
     if not out:
@@ -132,11 +132,11 @@ def _place_checks(p: PlaceParams, world: WorldView) -> list[Problem]:
     return out
 
 
-def _release_checks(p: ReleaseParams, world: WorldView) -> list[Problem]:
+def _release_checks(p: ReleaseParams, world: WorldView) -> list[Violation]:
     return []
 
 
-def _home_checks(p: HomeParams, world: WorldView) -> list[Problem]:
+def _home_checks(p: HomeParams, world: WorldView) -> list[Violation]:
     return checks.check_joints("params.joints", p.joints)
 
 

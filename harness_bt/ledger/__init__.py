@@ -1,4 +1,4 @@
-"""The durable command ledger (seed 000 §4.1-4.2).
+"""The durable command ledger (docs/architecture.md, "The command ledger").
 
 One record per command id. The lifecycle::
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from harness_bt.errors import CommandError
@@ -11,7 +11,7 @@ from harness_bt.errors import CommandError
 __all__ = ["LedgerCode", "LedgerError", "finite_seconds"]
 
 
-class LedgerCode(str, Enum):
+class LedgerCode(StrEnum):
     COMMAND_ID_CONFLICT = "COMMAND_ID_CONFLICT"  # same id, different content
     STALE_WORLD = "STALE_WORLD"  # planned on an older world version than the ledger's
     EXPIRED_COMMAND = "EXPIRED_COMMAND"  # no start budget left
@@ -23,9 +23,6 @@ class LedgerCode(str, Enum):
     INVALID_TRANSITION = "INVALID_TRANSITION"  # the lifecycle forbids this step from this state
     JOURNAL_FAILED = "JOURNAL_FAILED"  # the durable journal could not be read or written
     LEDGER_CLOSED = "LEDGER_CLOSED"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class LedgerError(CommandError):

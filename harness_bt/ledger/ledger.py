@@ -40,7 +40,7 @@ PremiseCheck = Callable[[Command], str | None]
 
 
 class Ledger:
-    """The command ledger (seed 000 §4.1-4.2). See the package docstring for the rules.
+    """The command ledger. See the package docstring and docs/architecture.md for the rules.
 
     ``Ledger()`` keeps everything in memory; :meth:`Ledger.open` journals to SQLite. Times passed
     as ``now`` are monotonic seconds from the caller's clock; wall times come from

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 __all__ = ["ACTIVE", "TERMINAL", "CommandState", "EventKind", "Verdict"]
 
 
-class CommandState(str, Enum):
-    """Where a command is in its lifecycle (seed 000 §4.2).
+class CommandState(StrEnum):
+    """Where a command is in its lifecycle (docs/architecture.md, "The command ledger").
 
     ``ACCEPTED -> RUNNING -> EVALUATING -> SUCCEEDED | FAILED``;
     ``ACCEPTED | RUNNING -> CANCELING -> CANCELED``; a stop not confirmed in time or lost
@@ -27,9 +27,6 @@ class CommandState(str, Enum):
     RECONCILING = "RECONCILING"
     REJECTED = "REJECTED"
 
-    def __str__(self) -> str:
-        return self.value
-
     @property
     def terminal(self) -> bool:
         return self in TERMINAL
@@ -41,7 +38,7 @@ TERMINAL = frozenset(
 ACTIVE = frozenset(CommandState) - TERMINAL
 
 
-class EventKind(str, Enum):
+class EventKind(StrEnum):
     """What a runtime reports about a command it executes."""
 
     STARTED = "started"  # the executor began: ACCEPTED -> RUNNING
@@ -51,17 +48,11 @@ class EventKind(str, Enum):
     STOPPED = "stopped"  # a stop was carried out and confirmed: CANCELING -> CANCELED
     REJECTED = "rejected"  # the runtime refused to start it (stale epoch, expired): -> REJECTED
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     """An evaluator's (or a reconciliation's) judgement of a command's physical result."""
 
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     UNKNOWN = "UNKNOWN"
     CANCELED = "CANCELED"  # only when reconciling: the runtime confirmed the stop
-
-    def __str__(self) -> str:
-        return self.value

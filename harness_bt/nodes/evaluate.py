@@ -1,4 +1,5 @@
-"""The leaf that judges a command's physical result from observations (seed 000 §2.3)."""
+"""The leaf that judges a command's physical result from observations (docs/architecture.md,
+"Evaluation")."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from harness_bt.skill import Postcondition, validate_params
 
 __all__ = ["Evaluate"]
 
-S = CommandState
 
 
 def _control_done_at(rec: CommandRecord) -> float | None:
     for h in rec.events:
-        if h.state_after is S.EVALUATING and h.state_before is not S.EVALUATING:
+        if (h.state_after is CommandState.EVALUATING
+                and h.state_before is not CommandState.EVALUATING):
             return h.mono
     if rec.control_done_seen:
         return next((h.mono for h in rec.events if h.reason == "CONTROL_DONE_NOTED"), None)
@@ -131,16 +132,17 @@ class Evaluate(HarnessNode):
                              key=self.command_key, value=cid)
         rec = ctx.ledger.get(cid)
         state = rec.state
-        if state is S.SUCCEEDED:
+        if state is CommandState.SUCCEEDED:
             return Status.SUCCESS
-        if state is S.FAILED:
+        if state is CommandState.FAILED:
             return self.fail(OutcomeKind.FAILED, rec.reason, command_id=cid)
-        if state in (S.REJECTED, S.CANCELED):
+        if state in (CommandState.REJECTED, CommandState.CANCELED):
             return self.fail(OutcomeKind.FAILED, f"NOT_EXECUTED:{state.value}:{rec.reason}",
                              command_id=cid)
         done_at = _control_done_at(rec)
-        if state in (S.ACCEPTED, S.RUNNING, S.CANCELING) or done_at is None:
-            if state in (S.UNKNOWN, S.RECONCILING):
+        if done_at is None or state in (CommandState.ACCEPTED, CommandState.RUNNING,
+                                        CommandState.CANCELING):
+            if state in (CommandState.UNKNOWN, CommandState.RECONCILING):
                 return self.fail(OutcomeKind.UNKNOWN, rec.reason, command_id=cid,
                                  retryable=False, why="no control-done: nothing to evaluate")
             self.feedback_message = f"waiting for {cid} to finish ({state.value})"
@@ -186,7 +188,7 @@ class Evaluate(HarnessNode):
 
     def _settle(self, rec: CommandRecord, result: EvaluationResult) -> None:
         ctx = self.context
-        if rec.state is S.UNKNOWN:
+        if rec.state is CommandState.UNKNOWN:
             if result.verdict is Verdict.UNKNOWN:
                 return
             ctx.ledger.reconcile(rec.command_id, now=ctx.now, note="evaluated again")

@@ -10,7 +10,7 @@ from typing import Any
 from py_trees.common import Status
 
 from harness_bt.context import OutcomeKind
-from harness_bt.errors import DefinitionError
+from harness_bt.errors import DefinitionError, reason_code
 from harness_bt.ledger import Command, CommandEvent, CommandRecord, CommandState, LedgerError
 from harness_bt.nodes.base import HarnessNode, NodeManifest, Port
 from harness_bt.skill import SkillContract, validate_params
@@ -18,13 +18,12 @@ from harness_bt.world import WorldSnapshot
 
 __all__ = ["SkillAction"]
 
-S = CommandState
 _RETRYABLE_SUBMIT = {"STALE_WORLD", "EXPIRED_COMMAND", "STALE_EPOCH"}
 
 
 def _never_ran_before_restart(rec: CommandRecord) -> bool:
-    return (rec.state is S.CANCELED and rec.started_at is None and not rec.control_done_seen
-            and rec.restarted)
+    return (rec.state is CommandState.CANCELED and rec.started_at is None
+            and not rec.control_done_seen and rec.restarted)
 
 
 class SkillAction(HarnessNode):
@@ -165,18 +164,18 @@ class SkillAction(HarnessNode):
                 return status
         assert self.command_id is not None
         rec = ctx.ledger.get(self.command_id)
-        if rec.state is S.ACCEPTED and rec.dispatched_at is None:
+        if rec.state is CommandState.ACCEPTED and rec.dispatched_at is None:
             rec = ctx.ledger.dispatch(self.command_id, now=ctx.now)
-            if rec.state is S.ACCEPTED:
+            if rec.state is CommandState.ACCEPTED:
                 self._send(rec)
-        elif rec.state is S.ACCEPTED and not self._acked:
+        elif rec.state is CommandState.ACCEPTED and not self._acked:
             self._send(rec)  # resend after a transport failure (the runtime dedups by id)
         return self._map(ctx.ledger.get(self.command_id))
 
     def terminate(self, new_status: Status) -> None:
         if new_status is Status.INVALID and self.status is Status.RUNNING and self.command_id:
             rec = self.context.ledger.find(self.command_id)
-            if rec is not None and rec.state in (S.ACCEPTED, S.RUNNING):
+            if rec is not None and rec.state in (CommandState.ACCEPTED, CommandState.RUNNING):
                 self.context.cancel(self.command_id, why="HALTED",
                                     stop_timeout_s=self._stop_timeout())
 
@@ -322,7 +321,7 @@ class SkillAction(HarnessNode):
         breaker = ctx.breakers.get(f"skill:{skill.name}")
         state = rec.state
         cid = rec.command_id
-        if state in (S.ACCEPTED, S.RUNNING):
+        if state in (CommandState.ACCEPTED, CommandState.RUNNING):
             limit = self.no_progress_s
             if limit is None and skill.lifecycle.progress_timeout_ms is not None:
                 limit = skill.lifecycle.progress_timeout_ms / 1000.0
@@ -335,22 +334,22 @@ class SkillAction(HarnessNode):
                                  silent_s=ctx.now - last, limit_s=limit)
             self.feedback_message = f"{state.value} {cid}"
             return Status.RUNNING
-        if state in (S.EVALUATING, S.SUCCEEDED):
+        if state in (CommandState.EVALUATING, CommandState.SUCCEEDED):
             breaker.record(True, ctx.now)
             self.feedback_message = f"{state.value} {cid}"
             return Status.SUCCESS
-        if state is S.REJECTED:
-            retry = rec.reason in ("STALE_PREMISE", "STALE_WORLD", "EXPIRED_COMMAND") or \
-                rec.reason.startswith("RUNTIME_REJECTED")
+        if state is CommandState.REJECTED:
+            retry = reason_code(rec.reason) in ("STALE_PREMISE", "STALE_WORLD", "EXPIRED_COMMAND",
+                                                "RUNTIME_REJECTED")
             if rec.reason == "STALE_PREMISE":
                 ctx.count("replans")
             return self.fail(OutcomeKind.FAILED, f"REJECTED:{rec.reason}", command_id=cid,
                              retryable=retry, detail=rec.events[-1].detail if rec.events else "")
-        if state in (S.UNKNOWN, S.RECONCILING) and (
-                rec.control_done_seen or rec.prior_state is S.EVALUATING):
+        if state in (CommandState.UNKNOWN, CommandState.RECONCILING) and (
+                rec.control_done_seen or rec.prior_state is CommandState.EVALUATING):
             self.feedback_message = f"{state.value} after control done: to be evaluated"
             return Status.SUCCESS
-        if state is S.RECONCILING or (state is S.UNKNOWN and rec.restarted):
+        if state is CommandState.RECONCILING or (state is CommandState.UNKNOWN and rec.restarted):
             # A restart left it open: the reconciler queries the runtime (and follows it while
             # it runs); its events settle it. Bounded by the skill's execution timeout.
             if self._waiting_since is None:
@@ -358,7 +357,7 @@ class SkillAction(HarnessNode):
             if (ctx.now - self._waiting_since) * 1000.0 <= skill.lifecycle.execution_timeout_ms:
                 self.feedback_message = f"{state.value}: reconciling {cid} with the runtime"
                 return Status.RUNNING
-        if state in (S.UNKNOWN, S.RECONCILING):
+        if state in (CommandState.UNKNOWN, CommandState.RECONCILING):
             return self.fail(OutcomeKind.UNKNOWN, rec.reason, command_id=cid, retryable=False)
         breaker.record(False, ctx.now)
         return self.fail(OutcomeKind.FAILED, rec.reason or state.value, command_id=cid,

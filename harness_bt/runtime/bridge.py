@@ -9,7 +9,7 @@ GenManip simulator, the ZeroMQ bridge to a robot runtime, and the test
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from harness_bt.ledger import Command, CommandEvent
@@ -18,7 +18,7 @@ from harness_bt.runtime.observation import Observation
 __all__ = ["Ack", "BridgeNotice", "PollResult", "RuntimeBridge", "RuntimeState", "RuntimeStatus"]
 
 
-class RuntimeState(str, Enum):
+class RuntimeState(StrEnum):
     """A command as the runtime sees it (answers to ``query``)."""
 
     PENDING = "PENDING"  # received, not started yet
@@ -29,9 +29,6 @@ class RuntimeState(str, Enum):
     STOPPED = "STOPPED"  # stopped on request (or by the runtime's own protection)
     REJECTED = "REJECTED"  # refused (stale epoch, expired, unknown skill, busy)
     NOT_FOUND = "NOT_FOUND"  # never received (or forgotten after its retention)
-
-    def __str__(self) -> str:
-        return self.value
 
     @property
     def finished(self) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from harness_bt.errors import CommandError, DefinitionError
@@ -33,14 +33,11 @@ __all__ = [
 ControlType = Literal["ee_pose", "joint_position"]
 
 
-class ExecutorStatus(str, Enum):
+class ExecutorStatus(StrEnum):
     RUNNING = "running"  # keep stepping
     CONTROL_DONE = "control_done"  # the control action finished (not a verdict on success)
     ABORTED = "aborted"  # gave up (IK failure, stall, unreachable): ``reason`` says why
     STOPPED = "stopped"  # a requested stop is complete: the arm holds
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from harness_bt.errors import DefinitionError
@@ -14,12 +14,9 @@ from harness_bt.errors import DefinitionError
 __all__ = ["Problem", "Report", "Severity", "SpecError"]
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     ERROR = "error"  # the document is refused
     WARNING = "warning"  # legal, but probably not what was meant
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True, slots=True)

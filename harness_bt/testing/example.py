@@ -17,7 +17,8 @@ import py_trees
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_bt.budget import TaskBudget
-from harness_bt.clock import Clock
+from harness_bt.clock import Clock, FakeClock
+from harness_bt.errors import DefinitionError
 from harness_bt.ledger import Command
 from harness_bt.nodes import (
     Evaluate,
@@ -29,7 +30,9 @@ from harness_bt.nodes import (
     recover,
 )
 from harness_bt.phases import Compound, Final, Parallel, Phase, Task, on
-from harness_bt.skill import Lifecycle, Postcondition, Problem, Skill, SkillRegistry
+from harness_bt.plugins import did_you_mean
+from harness_bt.run.runner import TaskRunner
+from harness_bt.skill import Lifecycle, Postcondition, Skill, SkillRegistry, Violation
 from harness_bt.testing.fake_runtime import FakeRuntime, FakeScene, Script
 from harness_bt.world import WorldView
 
@@ -77,11 +80,11 @@ class PlaceParams(_Model):
     target: list[float] = Field(min_length=3, max_length=7)
 
 
-def _reachable(params: Any, world: WorldView) -> list[Problem]:
+def _reachable(params: Any, world: WorldView) -> list[Violation]:
     x, y, z = params.target[:3]
     if (x * x + y * y + z * z) ** 0.5 > 0.85:
-        return [Problem("params.target", "outside the arm's 0.85 m workspace", value=params.target,
-                        fix="move the base closer first")]
+        return [Violation("params.target", "outside the arm's 0.85 m workspace",
+                          value=params.target, fix="move the base closer first")]
     return []
 
 
@@ -289,7 +292,8 @@ def _scenario(name: str, clock: Clock) -> tuple[FakeRuntime, dict[str, Any]]:
         return rt, {}
     if name == "budget":
         return example_runtime(clock, grasps=[Script(outcome="aborted", reason="IK_FAILED")]), {}
-    raise KeyError(name)
+    raise DefinitionError("UNKNOWN_SCENARIO", f"unknown scenario {name!r}; known: "
+                          f"{', '.join(SCENARIOS)}{did_you_mean(name, SCENARIOS)}")
 
 
 #: The scenarios :func:`run_example` knows (the acceptance scenarios of the orchestration core).
@@ -300,18 +304,8 @@ def run_example(scenario: str = "clean", *, trace: str | None = None,
                 tick_period_s: float = 0.05) -> Any:
     """Run the running example under one of :data:`SCENARIOS` on a FakeClock; returns the
     finished :class:`~harness_bt.TaskRunner`."""
-    from harness_bt.clock import FakeClock
-    from harness_bt.errors import DefinitionError
-    from harness_bt.plugins import did_you_mean
-    from harness_bt.run.runner import TaskRunner
-
     clock = FakeClock()
-    try:
-        rt, task_kw = _scenario(scenario, clock)
-    except KeyError:
-        raise DefinitionError(
-            "UNKNOWN_SCENARIO", f"unknown scenario {scenario!r}; known: {', '.join(SCENARIOS)}"
-            f"{did_you_mean(scenario, SCENARIOS)}") from None
+    rt, task_kw = _scenario(scenario, clock)
     runner = TaskRunner(fetch_cup_task(**task_kw), bridge=rt, clock=clock,
                         skills=example_skills(), run_id="example", trace=trace,
                         tick_period_s=tick_period_s)

@@ -35,7 +35,6 @@ from harness_bt.runtime.observation import CameraFrame, EePose, Observation
 
 __all__ = ["FakeRuntime", "FakeScene", "Script"]
 
-R = RuntimeState
 _OUTCOMES = ("control_done", "aborted", "silent", "reject", "hang")
 
 
@@ -206,11 +205,11 @@ class FakeRuntime:
 
     def state_of(self, command_id: str) -> RuntimeState:
         ex = self._execs.get(command_id)
-        return R.NOT_FOUND if ex is None else ex.state
+        return RuntimeState.NOT_FOUND if ex is None else ex.state
 
     def running(self) -> list[str]:
         return [cid for cid, ex in self._execs.items()
-                if ex.state in (R.PENDING, R.RUNNING, R.STOPPING)]
+                if ex.state in (RuntimeState.PENDING, RuntimeState.RUNNING, RuntimeState.STOPPING)]
 
     # ------------------------------------------------------------------ RuntimeBridge
 
@@ -229,15 +228,16 @@ class FakeRuntime:
         self.dispatch_calls.append(cid)
         old = self._execs.get(cid)
         if old is not None:
-            return Ack(cid, old.state is not R.REJECTED, old.state, old.reason, duplicate=True)
+            return Ack(cid, old.state is not RuntimeState.REJECTED, old.state, old.reason,
+                       duplicate=True)
         if start_budget_ms is not None and start_budget_ms <= 0:
-            return Ack(cid, False, R.REJECTED, "EXPIRED_COMMAND")
+            return Ack(cid, False, RuntimeState.REJECTED, "EXPIRED_COMMAND")
         queue = self._scripts.get(command.skill)
         script = (queue.pop(0) if len(queue) > 1 else queue[0]) if queue else self.default
         deadline = None if start_budget_ms is None else now + start_budget_ms / 1000.0
-        self._execs[cid] = _Exec(command, script, R.PENDING, now, deadline)
+        self._execs[cid] = _Exec(command, script, RuntimeState.PENDING, now, deadline)
         self.received.append(command)
-        return Ack(cid, True, R.PENDING)
+        return Ack(cid, True, RuntimeState.PENDING)
 
     def cancel(self, command_id: str) -> Ack:
         self._transport("cancel")
@@ -245,9 +245,9 @@ class FakeRuntime:
         self.cancel_calls.append(command_id)
         ex = self._execs.get(command_id)
         if ex is None:
-            return Ack(command_id, False, R.NOT_FOUND, "NOT_FOUND")
-        if ex.state in (R.PENDING, R.RUNNING):
-            ex.state = R.STOPPING
+            return Ack(command_id, False, RuntimeState.NOT_FOUND, "NOT_FOUND")
+        if ex.state in (RuntimeState.PENDING, RuntimeState.RUNNING):
+            ex.state = RuntimeState.STOPPING
             ex.stop_at = now + self.stop_delay_s
         return Ack(command_id, True, ex.state)
 
@@ -255,7 +255,7 @@ class FakeRuntime:
         self._transport("query")
         ex = self._execs.get(command_id)
         if ex is None:
-            return RuntimeStatus(command_id, R.NOT_FOUND)
+            return RuntimeStatus(command_id, RuntimeState.NOT_FOUND)
         return RuntimeStatus(command_id, ex.state, ex.reason, ex.seq, tuple(ex.events))
 
     def poll(self) -> PollResult:
@@ -318,28 +318,28 @@ class FakeRuntime:
 
     def _advance(self, ex: _Exec, now: float) -> None:
         sc = ex.script
-        if ex.state is R.STOPPING:
+        if ex.state is RuntimeState.STOPPING:
             if self.confirm_stops and ex.stop_at is not None and now >= ex.stop_at:
-                ex.state = R.STOPPED
+                ex.state = RuntimeState.STOPPED
                 ex.reason = "STOP_REQUESTED"
                 self._emit(ex, EventKind.STOPPED.value)
             return
-        if ex.state is R.PENDING:
+        if ex.state is RuntimeState.PENDING:
             if sc.outcome == "silent" or now < ex.accepted_at + sc.start_delay_s:
                 return
             if sc.outcome == "reject" or (ex.start_deadline is not None
                                           and now > ex.start_deadline):
-                ex.state = R.REJECTED
+                ex.state = RuntimeState.REJECTED
                 ex.reason = sc.reason or "EXPIRED_COMMAND"
                 self._emit(ex, EventKind.REJECTED.value, ex.reason)
                 return
-            ex.state = R.RUNNING
+            ex.state = RuntimeState.RUNNING
             ex.started_at = now
             self.starts[ex.command.skill] = self.starts.get(ex.command.skill, 0) + 1
             self._emit(ex, EventKind.STARTED.value)
             if sc.progress_every_s is not None:
                 ex.next_progress = now + sc.progress_every_s
-        if ex.state is not R.RUNNING or ex.started_at is None:
+        if ex.state is not RuntimeState.RUNNING or ex.started_at is None:
             return
         if sc.silent_after_s is not None and now - ex.started_at >= sc.silent_after_s:
             return
@@ -352,12 +352,12 @@ class FakeRuntime:
         if sc.outcome == "hang" or now < ex.started_at + sc.duration_s:
             return
         if sc.outcome == "aborted":
-            ex.state = R.ABORTED
+            ex.state = RuntimeState.ABORTED
             ex.reason = sc.reason or "ABORTED"
             self._emit(ex, EventKind.ABORTED.value, ex.reason)
             return
         if sc.effect is not None:
             sc.effect(self.scene, ex.command)
         self.effects.append(ex.command.command_id)
-        ex.state = R.CONTROL_DONE
+        ex.state = RuntimeState.CONTROL_DONE
         self._emit(ex, EventKind.CONTROL_DONE.value)

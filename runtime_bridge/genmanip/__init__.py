@@ -14,7 +14,7 @@ from runtime_bridge.genmanip.client import (
     Timeouts,
     WorkerResult,
 )
-from runtime_bridge.genmanip.errors import ActionError, WireError
+from runtime_bridge.genmanip.errors import ActionError, HttpError
 from runtime_bridge.genmanip.observations import observation_from_wire, observation_to_wire
 from runtime_bridge.genmanip.server import WorkerEnv, create_app
 from runtime_bridge.genmanip.serving import ServerThread
@@ -26,12 +26,12 @@ __all__ = [
     "Embodiment",
     "GenManipBackend",
     "GenManipClient",
+    "HttpError",
     "ServerThread",
     "ShmConfig",
     "StepOutcomeUnknown",
     "Timeouts",
     "ValidatedAction",
-    "WireError",
     "WorkerEnv",
     "WorkerResult",
     "create_app",

@@ -35,7 +35,7 @@ from harness_bt.runtime.bridge import BridgeNotice
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.genmanip import codec
 from runtime_bridge.genmanip.actions import Embodiment, validate_action
-from runtime_bridge.genmanip.errors import WireError
+from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.genmanip.observations import observation_from_wire
 from runtime_bridge.genmanip.shm.link import ShmLink
 from runtime_bridge.genmanip.shm.segment import DEFAULT_DIRECTORY
@@ -357,7 +357,7 @@ class GenManipClient:
             try:
                 return self._shm.read(data, where=f"{route} response",
                                       max_bytes=self.max_response_bytes)
-            except WireError as exc:
+            except HttpError as exc:
                 raise _LostAnswer(f"the shared-memory answer could not be read ({exc})") from None
         return codec.decode(data, media, where=f"{route} response",
                             max_bytes=self.max_response_bytes)

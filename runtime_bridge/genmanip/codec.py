@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from runtime_bridge.genmanip.errors import WireError
+from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.genmanip.safepickle import safe_loads
 
 __all__ = [
@@ -66,10 +66,10 @@ _ALIGN = 64
 def _norm_dtype(array: np.ndarray, where: str) -> str:
     name = array.dtype.name
     if array.dtype.byteorder == ">":
-        raise WireError("BAD_ARRAY", f"{where}: big-endian arrays are not sent", where=where,
+        raise HttpError("BAD_ARRAY", f"{where}: big-endian arrays are not sent", where=where,
                         http_status=500, fix="convert with .astype(dtype.newbyteorder('<'))")
     if name not in ALLOWED_DTYPES:
-        raise WireError(
+        raise HttpError(
             "BAD_ARRAY", f"{where}: dtype {name!r} cannot be sent; allowed: "
             f"{', '.join(sorted(ALLOWED_DTYPES))}", where=where, http_status=500,
             fix="convert the array to one of the allowed dtypes",
@@ -112,7 +112,7 @@ class _Decoder:
     def visit(self, obj: Any, where: str) -> Any:
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise WireError("TOO_MANY_NODES", f"the message expands to more than {MAX_NODES} "
+            raise HttpError("TOO_MANY_NODES", f"the message expands to more than {MAX_NODES} "
                             "values (shared references?)", where=where,
                             fix="send each value once; do not repeat references")
         if isinstance(obj, dict):
@@ -132,12 +132,12 @@ class _Decoder:
     def header(obj: Mapping[str, Any], where: str) -> tuple[np.dtype, tuple[int, ...], int]:
         dtype_name, shape = obj.get("dtype"), obj.get("shape")
         if not isinstance(dtype_name, str) or dtype_name not in ALLOWED_DTYPES:
-            raise WireError("BAD_ARRAY", f"{where}: dtype {dtype_name!r} is not allowed; "
+            raise HttpError("BAD_ARRAY", f"{where}: dtype {dtype_name!r} is not allowed; "
                             f"allowed: {', '.join(sorted(ALLOWED_DTYPES))}", where=where,
                             fix="send arrays in one of the allowed dtypes")
         if (not isinstance(shape, (list, tuple)) or len(shape) > MAX_NDIM
                 or not all(type(n) is int and n >= 0 for n in shape)):
-            raise WireError("BAD_ARRAY", f"{where}: shape {shape!r} is not a tuple of at most "
+            raise HttpError("BAD_ARRAY", f"{where}: shape {shape!r} is not a tuple of at most "
                             f"{MAX_NDIM} non-negative ints", where=where,
                             fix="send the array's shape as a tuple of ints")
         dtype = np.dtype(dtype_name).newbyteorder("<")
@@ -148,19 +148,19 @@ class _Decoder:
         dtype, shape, nbytes = self.header(obj, where)
         data = obj["data"]
         if not isinstance(data, (str, bytes)):
-            raise WireError("BAD_ARRAY", f"{where}: 'data' is a {type(data).__name__}, expected "
+            raise HttpError("BAD_ARRAY", f"{where}: 'data' is a {type(data).__name__}, expected "
                             "base64 text", where=where, fix="base64-encode the array bytes")
         if len(data) > 4 * (nbytes // 3 + 1) + 4:
-            raise WireError("BAD_ARRAY", f"{where}: {len(data)} base64 characters for {nbytes} "
+            raise HttpError("BAD_ARRAY", f"{where}: {len(data)} base64 characters for {nbytes} "
                             f"bytes of shape {shape}", where=where,
                             fix="send exactly the array's C-order bytes")
         try:
             raw = base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError) as exc:
-            raise WireError("BAD_ARRAY", f"{where}: 'data' is not valid base64 ({exc})",
+            raise HttpError("BAD_ARRAY", f"{where}: 'data' is not valid base64 ({exc})",
                             where=where, fix="base64-encode the array bytes") from None
         if len(raw) != nbytes:
-            raise WireError("BAD_ARRAY", f"{where}: {len(raw)} bytes do not fill shape {shape} "
+            raise HttpError("BAD_ARRAY", f"{where}: {len(raw)} bytes do not fill shape {shape} "
                             f"of {dtype.name} ({nbytes} bytes)", where=where,
                             fix="send exactly the array's C-order bytes")
         return np.frombuffer(raw, dtype=dtype).reshape(shape)
@@ -170,12 +170,12 @@ class _Decoder:
         index = obj["index"]
         if self.buffers is None or not isinstance(index, int) or not 0 <= index < len(self.buffers):
             count = 0 if self.buffers is None else len(self.buffers)
-            raise WireError("BAD_ARRAY", f"{where}: buffer index {index!r} does not name one of "
+            raise HttpError("BAD_ARRAY", f"{where}: buffer index {index!r} does not name one of "
                             f"the {count} buffers", where=where,
                             fix="numpy_buffer dicts belong in frames messages only")
         buf = self.buffers[index]
         if len(buf) != nbytes:
-            raise WireError("BAD_ARRAY", f"{where}: buffer {index} has {len(buf)} bytes, shape "
+            raise HttpError("BAD_ARRAY", f"{where}: buffer {index} has {len(buf)} bytes, shape "
                             f"{shape} of {dtype.name} needs {nbytes}", where=where,
                             fix="send exactly the array's C-order bytes")
         return np.frombuffer(buf, dtype=dtype).reshape(shape)
@@ -186,7 +186,7 @@ def decode_tree(tree: Any, *, buffers: list[memoryview] | None = None, where: st
     try:
         return _Decoder(buffers).visit(tree, where)
     except RecursionError:
-        raise WireError("PICKLE_TOO_DEEP", f"{where}: containers nested too deeply",
+        raise HttpError("PICKLE_TOO_DEEP", f"{where}: containers nested too deeply",
                         where=where, fix="send a flatter structure") from None
 
 
@@ -223,31 +223,31 @@ def loads_frames(data: bytes | memoryview, *, where: str = "body",
     """Read the fast-path encoding safely; arrays are views on ``data`` (no copy)."""
     view = memoryview(data).cast("B")
     if max_bytes is not None and len(view) > max_bytes:
-        raise WireError("BODY_TOO_LARGE", f"{where} is {len(view)} bytes, over the limit of "
+        raise HttpError("BODY_TOO_LARGE", f"{where} is {len(view)} bytes, over the limit of "
                         f"{max_bytes} bytes", http_status=413, where=where,
                         fix="send a smaller message or raise the size limit",
                         details={"size": len(view), "limit": max_bytes})
     if len(view) < _HEAD.size or bytes(view[:8]) != _MAGIC:
-        raise WireError("FRAMES_UNREADABLE", f"{where} does not start with the harness-bt frames "
+        raise HttpError("FRAMES_UNREADABLE", f"{where} does not start with the harness-bt frames "
                         "header", where=where,
                         fix=f"send {FRAMES_MEDIA_TYPE} bodies made by dumps_frames, or use "
                         f"{COMPAT_MEDIA_TYPE}")
     _, tree_len, count = _HEAD.unpack_from(view, 0)
     lengths_end = _HEAD.size + 8 * count
     if count > 100_000 or lengths_end > len(view):
-        raise WireError("FRAMES_UNREADABLE", f"{where}: header announces {count} buffers, more "
+        raise HttpError("FRAMES_UNREADABLE", f"{where}: header announces {count} buffers, more "
                         "than the body holds", where=where, fix="send a complete message")
     lengths = struct.unpack_from(f"<{count}Q", view, _HEAD.size)
     offset = lengths_end + tree_len
     if offset > len(view):
-        raise WireError("FRAMES_UNREADABLE", f"{where}: truncated ({len(view)} bytes, the tree "
+        raise HttpError("FRAMES_UNREADABLE", f"{where}: truncated ({len(view)} bytes, the tree "
                         f"alone ends at {offset})", where=where, fix="send a complete message")
     tree = safe_loads(view[lengths_end:offset], where=where)
     buffers = []
     for n in lengths:
         offset += -offset % _ALIGN
         if offset + n > len(view):
-            raise WireError("FRAMES_UNREADABLE", f"{where}: truncated ({len(view)} bytes, buffer "
+            raise HttpError("FRAMES_UNREADABLE", f"{where}: truncated ({len(view)} bytes, buffer "
                             f"ends at {offset + n})", where=where, fix="send a complete message")
         buffers.append(view[offset:offset + n])
         offset += n

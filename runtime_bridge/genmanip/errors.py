@@ -1,4 +1,4 @@
-"""Errors of the GenManip wire: each knows the HTTP status the server answers with."""
+"""Errors of the GenManip protocol: each knows the HTTP status the server answers with."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import Any
 
 from harness_bt.errors import BridgeError
 
-__all__ = ["ActionError", "WireError"]
+__all__ = ["ActionError", "HttpError"]
 
 
-class WireError(BridgeError):
-    """A message on the GenManip wire is unreadable, hostile, too large or malformed.
+class HttpError(BridgeError):
+    """A message of the GenManip HTTP protocol is unreadable, hostile, too large or malformed.
 
     ``http_status`` is what a server answers with: 400 for an unreadable or refused body (as
     upstream does for a bad pickle), 413 for an oversized body, 500 for anything else (upstream
@@ -38,7 +38,7 @@ class WireError(BridgeError):
         return text
 
 
-class ActionError(WireError):
+class ActionError(HttpError):
     """An action does not fit the embodiment: wrong length, non-finite value, bad quaternion,
     unknown or missing ``control_type``. The message names the field and the expected shape."""
 

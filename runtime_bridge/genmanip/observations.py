@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from harness_bt.runtime.observation import CameraFrame, EePose, Observation
-from runtime_bridge.genmanip.errors import WireError
+from runtime_bridge.genmanip.errors import HttpError
 
 __all__ = ["OBSERVATION_KEYS", "observation_from_wire", "observation_to_wire"]
 
@@ -21,8 +21,8 @@ OBSERVATION_KEYS = ("camera_data", "instruction", "joint_position_state", "ee_po
                     "timestep", "reset")
 
 
-def _bad(where: str, message: str, fix: str) -> WireError:
-    return WireError("BAD_OBSERVATION", f"{where}: {message}", where=where, fix=fix,
+def _bad(where: str, message: str, fix: str) -> HttpError:
+    return HttpError("BAD_OBSERVATION", f"{where}: {message}", where=where, fix=fix,
                      http_status=500)
 
 
@@ -92,7 +92,7 @@ def _ee_poses(value: Any, where: str) -> tuple[EePose, ...]:
 
 def observation_from_wire(obs: Any, *, worker_id: str = "0", received_at: float | None = None,
                           where: str | None = None) -> Observation:
-    """Check a GenManip observation dict and type it. Raises :class:`WireError` naming the field."""
+    """Check a GenManip observation dict and type it. Raises :class:`HttpError` naming the field."""
     where = where or f"worker {worker_id} obs"
     if not isinstance(obs, Mapping):
         raise _bad(where, f"expected a dict, got {type(obs).__name__}", "send the observation dict")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import pickle
 
-from runtime_bridge.genmanip.errors import WireError
+from runtime_bridge.genmanip.errors import HttpError
 
 __all__ = ["ALLOWED_TYPES_TEXT", "safe_loads"]
 
@@ -36,13 +36,13 @@ class _NoGlobalsUnpickler(pickle.Unpickler):
 
 def safe_loads(data: bytes | memoryview, *, where: str = "body",
                max_bytes: int | None = None) -> object:
-    """Unpickle ``data`` allowing builtins only; raise :class:`WireError` (HTTP 400) otherwise.
+    """Unpickle ``data`` allowing builtins only; raise :class:`HttpError` (HTTP 400) otherwise.
 
     ``max_bytes`` refuses larger inputs before reading them (HTTP 413).
     """
     size = len(data)
     if max_bytes is not None and size > max_bytes:
-        raise WireError(
+        raise HttpError(
             "BODY_TOO_LARGE",
             f"{where} is {size} bytes, over the limit of {max_bytes} bytes",
             http_status=413,
@@ -51,7 +51,7 @@ def safe_loads(data: bytes | memoryview, *, where: str = "body",
             details={"size": size, "limit": max_bytes},
         )
     if size == 0:
-        raise WireError(
+        raise HttpError(
             "EMPTY_BODY",
             f"{where} is empty; a pickle (protocol 5) was expected",
             where=where,
@@ -60,7 +60,7 @@ def safe_loads(data: bytes | memoryview, *, where: str = "body",
     try:
         return _NoGlobalsUnpickler(io.BytesIO(data)).load()
     except _GlobalRefused as exc:
-        raise WireError(
+        raise HttpError(
             "PICKLE_GLOBAL_REFUSED",
             f"{where} refers to the global {exc.module}.{exc.name}; this endpoint never imports "
             f"or calls anything named by a pickle and accepts only {ALLOWED_TYPES_TEXT}",
@@ -70,14 +70,14 @@ def safe_loads(data: bytes | memoryview, *, where: str = "body",
             details={"global": f"{exc.module}.{exc.name}"},
         ) from None
     except RecursionError:
-        raise WireError(
+        raise HttpError(
             "PICKLE_TOO_DEEP",
             f"{where} nests containers too deeply to read",
             where=where,
             fix="send a flatter structure",
         ) from None
     except Exception as exc:  # truncated, corrupted or not a pickle at all
-        raise WireError(
+        raise HttpError(
             "PICKLE_UNREADABLE",
             f"{where} is not a readable pickle ({type(exc).__name__}: {exc})",
             where=where,

@@ -28,7 +28,7 @@ from harness_bt._version import __version__
 from harness_bt.errors import HarnessError
 from runtime_bridge.genmanip import codec
 from runtime_bridge.genmanip.actions import Embodiment, ValidatedAction, validate_action
-from runtime_bridge.genmanip.errors import WireError
+from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.genmanip.shm.link import OPEN_ROUTE, RELEASE_ROUTE
 from runtime_bridge.genmanip.shm.writer import CLAIM_HEADER, STATUS_HEADER, ShmConfig, ShmSessions
 
@@ -95,7 +95,7 @@ class _Workers:
         key = wid if isinstance(wid, str) else str(wid)
         if key not in self.envs:
             known = ", ".join(sorted(self.envs)) or "(none)"
-            raise WireError("UNKNOWN_WORKER", f"{route}: worker {wid!r} does not exist; known: "
+            raise HttpError("UNKNOWN_WORKER", f"{route}: worker {wid!r} does not exist; known: "
                             f"{known}", http_status=500, where=f"{route} worker {wid!r}",
                             fix="POST /create_workers with this worker id first")
         return self.envs[key], self.locks[key]
@@ -106,7 +106,7 @@ def _worker_ids(payload: Any, route: str) -> list[str]:
     ids = data.get("worker_ids") if isinstance(data, Mapping) else None
     if (not isinstance(ids, list) or not ids
             or not all(isinstance(w, str) and w for w in ids)):
-        raise WireError("BAD_REQUEST", f"{route}: expected JSON {{\"data\": {{\"worker_ids\": "
+        raise HttpError("BAD_REQUEST", f"{route}: expected JSON {{\"data\": {{\"worker_ids\": "
                         f"[\"0\", ...]}}}}, got {str(payload)[:120]}", http_status=500,
                         where=route, fix="send a non-empty list of worker id strings")
     return ids
@@ -154,7 +154,7 @@ def create_app(
             return
         given = request.headers.get("authorization", "")
         if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-            raise WireError("UNAUTHORIZED", f"{request.url.path}: missing or wrong bearer token",
+            raise HttpError("UNAUTHORIZED", f"{request.url.path}: missing or wrong bearer token",
                             http_status=401, where=request.url.path,
                             fix="send the header 'Authorization: Bearer <token>' with the token "
                             "the server was started with")
@@ -166,8 +166,8 @@ def create_app(
     app.state.shm = sessions
     step_count = {"n": 0}
 
-    @app.exception_handler(WireError)
-    async def _wire_error(request: Request, exc: WireError) -> JSONResponse:
+    @app.exception_handler(HttpError)
+    async def _wire_error(request: Request, exc: HttpError) -> JSONResponse:
         return _error_response(exc, exc.http_status)
 
     @app.exception_handler(HarnessError)
@@ -182,7 +182,7 @@ def create_app(
     async def read_body(request: Request) -> bytes:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > max_request_bytes:
-            raise WireError("BODY_TOO_LARGE", f"{request.url.path}: body of {declared} bytes is "
+            raise HttpError("BODY_TOO_LARGE", f"{request.url.path}: body of {declared} bytes is "
                             f"over the limit of {max_request_bytes} bytes", http_status=413,
                             where=request.url.path, fix="send a smaller request")
         chunks: list[bytes] = []
@@ -190,7 +190,7 @@ def create_app(
         async for chunk in request.stream():
             size += len(chunk)
             if size > max_request_bytes:
-                raise WireError("BODY_TOO_LARGE", f"{request.url.path}: body is over the limit "
+                raise HttpError("BODY_TOO_LARGE", f"{request.url.path}: body is over the limit "
                                 f"of {max_request_bytes} bytes", http_status=413,
                                 where=request.url.path, fix="send a smaller request")
             chunks.append(chunk)
@@ -206,7 +206,7 @@ def create_app(
         try:
             return json.loads(body)
         except ValueError as exc:
-            raise WireError("BAD_JSON", f"{request.url.path}: body is not JSON ({exc})",
+            raise HttpError("BAD_JSON", f"{request.url.path}: body is not JSON ({exc})",
                             http_status=400, where=request.url.path,
                             fix='send {"data": {"worker_ids": ["0"]}}') from None
 
@@ -244,7 +244,7 @@ def create_app(
         payload = await read_pickle(request)
         ids = payload.get("worker_ids") if isinstance(payload, Mapping) else None
         if not isinstance(ids, (list, tuple)) or not ids:
-            raise WireError("BAD_REQUEST", f"/reset: expected a pickled {{'worker_ids': [...]}}, "
+            raise HttpError("BAD_REQUEST", f"/reset: expected a pickled {{'worker_ids': [...]}}, "
                             f"got {str(payload)[:120]}", http_status=500, where="/reset",
                             fix="send pickle.dumps({'worker_ids': ['0']}, protocol=5)")
         targets = [(str(w), *workers.get(w, "/reset")) for w in ids]
@@ -262,7 +262,7 @@ def create_app(
     async def step(request: Request) -> Response:
         payload = await read_pickle(request)
         if not isinstance(payload, Mapping) or not payload:
-            raise WireError("BAD_REQUEST", "/step: expected a pickled {worker_id: {'action': "
+            raise HttpError("BAD_REQUEST", "/step: expected a pickled {worker_id: {'action': "
                             f"..., 'control_type': ...}}, got {str(payload)[:120]}",
                             http_status=500, where="/step",
                             fix="send one action message per worker id")
@@ -302,7 +302,7 @@ def create_app(
             try:
                 return await run_in_threadpool(shm_sessions.open)
             except OSError as exc:
-                raise WireError("SHM_UNAVAILABLE", f"{OPEN_ROUTE}: cannot create a segment in "
+                raise HttpError("SHM_UNAVAILABLE", f"{OPEN_ROUTE}: cannot create a segment in "
                                 f"{shm_sessions.config.directory} ({exc})", http_status=503,
                                 where=OPEN_ROUTE, fix="use the frames fast path") from None
 

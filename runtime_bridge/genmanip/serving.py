@@ -18,6 +18,8 @@ from typing import Any
 
 import uvicorn
 
+from harness_bt.errors import BridgeError
+
 __all__ = ["ServerThread"]
 
 
@@ -54,7 +56,9 @@ class ServerThread:
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"the server on {self.url} did not start")
+                raise BridgeError("SERVER_NOT_STARTED", f"the server on {self.url} did not "
+                                  f"start within {self.startup_timeout_s:g} s",
+                                  where=self.url, fix="see its log for why")
             time.sleep(0.01)
         return self
 

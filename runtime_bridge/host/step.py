@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-from harness_bt.errors import BridgeError
+from harness_bt.errors import BridgeError, CommandError
 from harness_bt.ledger import CommandEvent, EventKind
 from harness_bt.runtime.bridge import RuntimeState
 from harness_bt.runtime.executor import ExecutorStatus, ExecutorStep
@@ -182,7 +182,9 @@ class ControlStep(HostCore):
             try:
                 out = live.executor.step(obs)
                 if not isinstance(out, ExecutorStep):
-                    raise TypeError(f"step() returned {type(out).__name__}, not ExecutorStep")
+                    raise CommandError("INVALID_EXECUTOR_STEP", f"step() returned "
+                                       f"{type(out).__name__}, not ExecutorStep",
+                                       command_id=cid)
             except Exception as exc:
                 self._finish(live, RuntimeState.ABORTED, f"{RuntimeReason.EXECUTOR_ERROR}: "
                              f"{exc!r}", EventKind.ABORTED)

@@ -24,7 +24,7 @@ from runtime_bridge.genmanip.actions import (
     ValidatedAction,
     validate_action,
 )
-from runtime_bridge.genmanip.errors import WireError
+from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.sim.cameras import CameraRig
 from runtime_bridge.sim.config import SimConfig
 from runtime_bridge.sim.episodes import EpisodeBook, EpisodeSpec
@@ -76,7 +76,7 @@ class SimEnv:
         """Apply one action, advance 1/30 s, and answer with the next observation (or the
         next episode's first one, or the final metric)."""
         if not self._started:
-            raise WireError("NOT_RESET", f"worker {self.worker_id}: /step before /reset",
+            raise HttpError("NOT_RESET", f"worker {self.worker_id}: /step before /reset",
                             http_status=500, where=f"worker {self.worker_id}",
                             fix="call /reset once after /create_workers, then /step")
         if self.done:

@@ -15,6 +15,7 @@ import pybullet as pb
 import pybullet_data
 from pybullet_utils.bullet_client import BulletClient
 
+from harness_bt.errors import DefinitionError
 from runtime_bridge.sim.robot import FINGER_FORCE, FINGER_JOINTS, PandaArm
 from runtime_bridge.sim.transforms import xyzw_to_wxyz
 
@@ -126,7 +127,9 @@ class Scene:
                                             self.client.getQuaternionFromEuler([0, 0, yaw]),
                                             globalScaling=1.0)
             else:
-                raise ValueError(f"unknown object {name!r}")
+                raise DefinitionError("UNKNOWN_OBJECT", f"unknown object {name!r}; the built-in "
+                                      "simulator builds red_cube, green_cube, blue_cube, tray "
+                                      "and lego", fix="lay out one of them")
             self.objects[name] = body
         self._lay_floor()
         for _ in range(10):  # let contacts settle before the first observation

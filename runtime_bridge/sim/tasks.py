@@ -8,6 +8,7 @@ from typing import Protocol
 
 import numpy as np
 
+from harness_bt.errors import DefinitionError
 from harness_bt.plugins import Registry
 from runtime_bridge.sim.scene import CUBE_HALF, TRAY_FLOOR_Z, TRAY_HALF, Scene, SceneLayout
 
@@ -64,7 +65,8 @@ def _place(rng: np.random.Generator, names: list[str], extra: dict[str, float],
                 break
         else:
             return SceneLayout(poses)
-    raise RuntimeError(f"could not place {names} without overlap")
+    raise DefinitionError("LAYOUT_FAILED", f"could not place {names} without overlap",
+                          fix="give the objects more room, or fewer objects")
 
 
 class PickCube:

@@ -61,7 +61,6 @@ from runtime_bridge.zmq.wire import Message, MessageType, WireCode, WireError, r
 
 __all__ = ["ZmqBridge", "ZmqBridgeConfig"]
 
-MT = MessageType
 _FINAL = frozenset({EventKind.CONTROL_DONE, EventKind.ABORTED, EventKind.STOPPED,
                     EventKind.REJECTED})
 #: Telemetry topics of command events (``progress/<command id>``), and the kinds taken from
@@ -132,7 +131,7 @@ class ZmqBridge:
               timeout_s: float | None = None) -> dict[str, Any]:
         """The runtime's identity: protocol, epoch, boot id, event cursor, telemetry endpoint."""
         began = self.clock.monotonic()
-        info = dict(self._call(MT.HELLO, retries=retries, timeout_s=timeout_s).body)
+        info = dict(self._call(MessageType.HELLO, retries=retries, timeout_s=timeout_s).body)
         if self.boot_id is None and not self.followed:  # nothing to catch up on: news only
             self.boot_id, self.cursor = str(info.get("boot_id")), int(info.get("cursor", 0))
         self._hello = info
@@ -160,7 +159,7 @@ class ZmqBridge:
             if tries > 1 and left <= 0:
                 break
             try:
-                reply = self._call(MT.DISPATCH, cid, {"command": command.to_wire(),
+                reply = self._call(MessageType.DISPATCH, cid, {"command": command.to_wire(),
                                                       "start_budget_ms": left}, retries=1,
                                    timeout_s=next(waits))
             except WireError as err:
@@ -180,7 +179,7 @@ class ZmqBridge:
         self._ensure_hello()
         self.followed.add(command_id)
         try:
-            reply = self._patient(MT.CANCEL, command_id, {"epoch": self.epoch},
+            reply = self._patient(MessageType.CANCEL, command_id, {"epoch": self.epoch},
                                   base_s=self.config.timeout_s, tries=self.config.retries)
         except WireError as err:
             if err.code in (WireCode.NO_REPLY, WireCode.WORKER_LOST):
@@ -200,7 +199,8 @@ class ZmqBridge:
     def query(self, command_id: str) -> RuntimeStatus:
         """The runtime's record (raises ``WireError(NO_REPLY)`` when it stays silent)."""
         self.followed.add(command_id)
-        return status_from_wire(self._patient(MT.QUERY, command_id, base_s=self.config.timeout_s,
+        return status_from_wire(self._patient(MessageType.QUERY, command_id,
+                                              base_s=self.config.timeout_s,
                                               tries=self.config.retries).body)
 
     def follow(self, command_ids: list[str] | set[str] | tuple[str, ...]) -> None:
@@ -211,7 +211,7 @@ class ZmqBridge:
                   retries: int | None = None) -> HeartbeatResult:
         ids = sorted(self.followed) if command_ids is None else command_ids
         self._beat_sent_at = self.clock.monotonic()
-        reply = self._patient(MT.HEARTBEAT, "", {"epoch": self.epoch, "command_ids": ids},
+        reply = self._patient(MessageType.HEARTBEAT, "", {"epoch": self.epoch, "command_ids": ids},
                               base_s=self._poll_wait,
                               tries=self.config.retries if retries is None else retries)
         return heartbeat_from_wire(reply.body)
@@ -327,7 +327,7 @@ class ZmqBridge:
     def _read_events(self, notices: list[BridgeNotice]) -> list[CommandEvent]:
         body = {"cursor": self.cursor, "limit": self.config.max_events}
         began = self.clock.monotonic()
-        batch = batch_from_wire(self._call(MT.EVENTS, "", body, retries=1,
+        batch = batch_from_wire(self._call(MessageType.EVENTS, "", body, retries=1,
                                            timeout_s=self._poll_wait).body)
         self._learn(self.clock.monotonic() - began)
         if batch.boot_id != self.boot_id:
@@ -336,7 +336,7 @@ class ZmqBridge:
                     "old_boot_id": self.boot_id, "boot_id": batch.boot_id}))
             self.boot_id, self.cursor = batch.boot_id, 0
             body["cursor"] = 0
-            batch = batch_from_wire(self._call(MT.EVENTS, "", body, retries=1,
+            batch = batch_from_wire(self._call(MessageType.EVENTS, "", body, retries=1,
                                                timeout_s=self._poll_wait).body)
         self.cursor = batch.next_cursor
         out = [e for e in batch.events if self._fresh(e)]

@@ -61,7 +61,6 @@ from runtime_bridge.zmq.wire import (
 __all__ = ["Broker", "BrokerConfig", "BrokerPlugin"]
 
 log = logging.getLogger(__name__)
-MT = MessageType
 T = TypeVar("T")
 
 
@@ -292,9 +291,9 @@ class Broker:
             self._on_worker(sock, envelope[0], msg)
             return
         self.handled += 1
-        if msg.type is MT.SERVICES:
+        if msg.type is MessageType.SERVICES:
             self._send(sock, envelope, msg.reply({"services": self.services()}))
-        elif msg.type in (MT.REPLY, MT.ERROR, MT.TELEMETRY):
+        elif msg.type in (MessageType.REPLY, MessageType.ERROR, MessageType.TELEMETRY):
             self._error(sock, envelope, WireError(
                 WireCode.INVALID_REQUEST, f"a client sends requests; got a {msg.type.name}"), msg)
         else:
@@ -334,13 +333,13 @@ class Broker:
             pending = pool.queue.popleft()
             worker.busy = pending
             sock.send_multipart([worker.identity, *encode_wrapped(
-                MT.W_REQUEST, pending.request.request_id, worker.service, pending.envelope,
+                MessageType.W_REQUEST, pending.request.request_id, worker.service, pending.envelope,
                 pending.frames)], copy=False)
 
     def _on_worker(self, sock: zmq.Socket, identity: bytes, msg: Message) -> None:
         now = self.clock.monotonic()
         worker = self._workers.get(identity)
-        if msg.type is MT.W_READY:
+        if msg.type is MessageType.W_READY:
             refusal = None
             if worker is not None:
                 refusal = "registered twice"
@@ -362,12 +361,12 @@ class Broker:
             self._assign(sock, pool)
             return
         if worker is None:
-            if msg.type is not MT.W_DISCONNECT:
-                self._send(sock, [identity], Message(MT.W_DISCONNECT, body={
+            if msg.type is not MessageType.W_DISCONNECT:
+                self._send(sock, [identity], Message(MessageType.W_DISCONNECT, body={
                     "reason": "unknown worker: register with W_READY"}))
             return
         worker.expires = self._expiry(now)
-        if msg.type is MT.W_REPLY:
+        if msg.type is MessageType.W_REPLY:
             pending = worker.busy
             if pending is None or pending.request.request_id != msg.request_id:
                 log.warning("worker %r replied to a request it does not hold", identity)
@@ -377,7 +376,7 @@ class Broker:
             pool = self._pools[worker.service]
             pool.idle.append(worker)
             self._assign(sock, pool)
-        elif msg.type is MT.W_DISCONNECT:
+        elif msg.type is MessageType.W_DISCONNECT:
             self._drop(sock, identity, notify=False, why="the worker disconnected")
 
     def _expiry(self, now: float) -> float:
@@ -386,7 +385,7 @@ class Broker:
     def _drop(self, sock: zmq.Socket, identity: bytes, *, notify: bool, why: str) -> None:
         worker = self._workers.pop(identity, None)
         if notify:
-            self._send(sock, [identity], Message(MT.W_DISCONNECT, body={"reason": why}))
+            self._send(sock, [identity], Message(MessageType.W_DISCONNECT, body={"reason": why}))
         if worker is None:
             return
         pool = self._pools[worker.service]
@@ -407,7 +406,7 @@ class Broker:
                 log.warning("worker %r of %r missed its heartbeats", identity, worker.service)
                 self._drop(sock, identity, notify=True, why="heartbeats missed")
             else:
-                self._send(sock, [identity], Message(MT.W_HEARTBEAT))
+                self._send(sock, [identity], Message(MessageType.W_HEARTBEAT))
         ttl = self.config.request_ttl_s
         for pool in self._pools.values():
             while pool.queue and now - pool.queue[0].queued_at > ttl:

@@ -28,7 +28,6 @@ from runtime_bridge.zmq.wire import (
 
 __all__ = ["FunctionService", "RuntimeService", "Service", "serve_one"]
 
-MT = MessageType
 
 
 @runtime_checkable
@@ -62,7 +61,7 @@ class FunctionService:
         self._fn = fn
 
     def handle(self, request: Message) -> Message:
-        if request.type is not MT.REQUEST:
+        if request.type is not MessageType.REQUEST:
             raise WireError(WireCode.INVALID_REQUEST, f"service {self.name!r} takes REQUEST "
                             f"messages, not {request.type.name}")
         return request.reply(self._fn(request))
@@ -79,8 +78,9 @@ class RuntimeService:
         self.host = host
         self.info = dict(info or {})
         self._handlers: dict[MessageType, Callable[[Message], dict[str, Any]]] = {
-            MT.HELLO: self._hello, MT.DISPATCH: self._dispatch, MT.CANCEL: self._cancel,
-            MT.QUERY: self._query, MT.HEARTBEAT: self._heartbeat, MT.EVENTS: self._events,
+            MessageType.HELLO: self._hello, MessageType.DISPATCH: self._dispatch,
+            MessageType.CANCEL: self._cancel, MessageType.QUERY: self._query,
+            MessageType.HEARTBEAT: self._heartbeat, MessageType.EVENTS: self._events,
         }
 
     def handle(self, request: Message) -> Message:

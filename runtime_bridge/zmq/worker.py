@@ -33,7 +33,6 @@ from runtime_bridge.zmq.wire import (
 __all__ = ["ServiceWorker", "WorkerConfig"]
 
 log = logging.getLogger(__name__)
-MT = MessageType
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +87,7 @@ class ServiceWorker:
         sock.setsockopt(zmq.LINGER, self.config.linger_ms)
         sock.setsockopt(zmq.MAXMSGSIZE, self.config.limits.hard_cap_bytes)
         sock.connect(self.config.broker)
-        sock.send_multipart(encode(Message(MT.W_READY, service=self.service.name)))
+        sock.send_multipart(encode(Message(MessageType.W_READY, service=self.service.name)))
         return sock
 
     def run(self) -> None:
@@ -137,14 +136,14 @@ class ServiceWorker:
                     continue
                 heard = True
                 expires = self.clock.monotonic() + cfg.heartbeat_interval_s * cfg.liveness
-                if msg.type is MT.W_REQUEST and msg.inner is not None:
+                if msg.type is MessageType.W_REQUEST and msg.inner is not None:
                     with self._guard():
                         reply = serve_one(self.service, msg.inner)
                         self.served += 1
-                        sock.send_multipart(encode_wrapped(MT.W_REPLY, msg.request_id,
+                        sock.send_multipart(encode_wrapped(MessageType.W_REPLY, msg.request_id,
                                                            self.service.name, msg.route,
                                                            encode(reply)), copy=False)
-                elif msg.type is MT.W_DISCONNECT:
+                elif msg.type is MessageType.W_DISCONNECT:
                     log.warning("the broker disconnected this worker: %s", msg.body.get("reason"))
                     return heard
             now = self.clock.monotonic()
@@ -153,11 +152,11 @@ class ServiceWorker:
                 return heard
             if now >= next_beat:
                 next_beat = now + cfg.heartbeat_interval_s
-                sock.send_multipart(encode(Message(MT.W_HEARTBEAT)))
+                sock.send_multipart(encode(Message(MessageType.W_HEARTBEAT)))
             for plugin in self._plugins:
                 plugin.tick()
         with contextlib.suppress(zmq.ZMQError):
-            sock.send_multipart(encode(Message(MT.W_DISCONNECT)), zmq.NOBLOCK)
+            sock.send_multipart(encode(Message(MessageType.W_DISCONNECT)), zmq.NOBLOCK)
         return heard
 
     def __repr__(self) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness_bt.errors import DefinitionError
 from harness_bt.runtime.observation import CameraFrame, Observation
 from harness_bt.world import ObjectUpdate, Pose, Relation
 from skills.geometry import TABLE_Z, rotation_matrix, yaw_quat
@@ -67,7 +68,8 @@ class ColourPerception:
                  max_depth_m: float = 2.5, hand_clearance_m: float = 0.09) -> None:
         ids = [s.object_id for s in catalogue]
         if len(set(ids)) != len(ids):
-            raise ValueError(f"catalogue names an object twice: {ids}")
+            raise DefinitionError("INVALID_CATALOGUE", f"catalogue names an object twice: {ids}",
+                                  fix="give each object once")
         self.catalogue = tuple(catalogue)
         self.min_confidence = min_confidence
         self.min_depth_m = min_depth_m

@@ -29,7 +29,6 @@ from harness_bt.testing.example import (
 )
 from tests.helpers import run_to_end
 
-S = CommandState
 CLOSE = "r1/grasp.1/pick/steps/close#1"
 
 
@@ -41,7 +40,7 @@ def header(**kw: object) -> RunHeader:
 
 
 def first_run(journal_path: Path, clock: FakeClock, rt: FakeRuntime,
-              until: str = CLOSE, state: S = S.RUNNING) -> None:
+              until: str = CLOSE, state: CommandState = CommandState.RUNNING) -> None:
     """Run the example with a journal until ``until`` is in ``state``, then drop everything (a
     SIGKILL: nothing is closed cleanly beyond what was committed)."""
     runner, ledger, journal = new_runner(journal_path, clock, rt)
@@ -126,7 +125,7 @@ def test_a_command_still_running_at_resume_is_followed_to_its_end(tmp_path: Path
 
     runner, ledger, journal = resumed_runner(path, clock, rt)
     runner.tick()
-    assert ledger.get(CLOSE).state is S.RECONCILING  # followed, not failed, not re-sent
+    assert ledger.get(CLOSE).state is CommandState.RECONCILING  # followed, not failed, not re-sent
     assert [e["data"]["action"] for e in runner.trace.of_kind("reconcile")] == ["following"]
     run_to_end(runner, clock)
     assert runner.result is not None and runner.result.succeeded
@@ -159,14 +158,14 @@ def test_a_step_the_runtime_never_received_is_issued_again_under_the_next_attemp
     clock = FakeClock()
     rt = example_runtime(clock, grasps=[Script(duration_s=0.5, effect=grasp_effect)])
     path = tmp_path / "run.db"
-    first_run(path, clock, _LosesDispatch(rt, CLOSE), state=S.ACCEPTED)  # type: ignore[arg-type]
+    first_run(path, clock, _LosesDispatch(rt, CLOSE), state=CommandState.ACCEPTED)  # type: ignore[arg-type]
     assert "grasp" not in rt.starts
 
     runner, ledger, journal = resumed_runner(path, clock, rt)
     run_to_end(runner, clock)
     assert runner.result is not None and runner.result.succeeded
-    assert ledger.get(CLOSE).state is S.CANCELED  # proven never started, then closed
-    assert ledger.get(CLOSE.replace("#1", "#2")).state is S.SUCCEEDED
+    assert ledger.get(CLOSE).state is CommandState.CANCELED  # proven never started, then closed
+    assert ledger.get(CLOSE.replace("#1", "#2")).state is CommandState.SUCCEEDED
     assert rt.starts["grasp"] == 1
     assert [e["command_id"] for e in runner.trace.of_kind("reissue")] == [CLOSE]
     ledger.close()

@@ -95,5 +95,5 @@ def test_scripted_perception_reads_extras_and_bad_settings_are_refused() -> None
     assert u.relations == {Relation.HELD_BY: "gripper", Relation.ON: None}
     with pytest.raises(DefinitionError, match="min_confidence=2"):
         WorldModel(min_confidence=2)
-    with pytest.raises(ValueError, match="a pose needs 3 or 7 numbers"):
+    with pytest.raises(DefinitionError, match="a pose needs 3 or 7 numbers"):
         Pose.of([1, 2])

@@ -15,7 +15,6 @@ import pytest
 
 from harness_bt.ledger import CommandEvent, CommandState, Ledger, LedgerError
 
-S = CommandState
 WRITER = Path(__file__).with_name("crash_writer.py")
 
 
@@ -50,23 +49,24 @@ def test_reopen_turns_non_terminals_unknown_and_keeps_their_resources(journal_pa
     led.close()
 
     again = Ledger.open(journal_path, now=10.0)
-    for cid, prior in (("nav-1", S.RUNNING), ("grip-1", S.ACCEPTED)):
+    for cid, prior in (("nav-1", CommandState.RUNNING), ("grip-1", CommandState.ACCEPTED)):
         rec = again.get(cid)
-        assert (rec.state, rec.reason, rec.prior_state) == (S.UNKNOWN, "RESTARTED", prior)
+        assert (rec.state, rec.reason, rec.prior_state) == (
+            CommandState.UNKNOWN, "RESTARTED", prior)
     assert sorted(again.restarted) == ["grip-1", "nav-1"]
     assert again.held_resources() == {"base": "nav-1", "gripper": "grip-1"}
     with pytest.raises(LedgerError) as e:
         again.submit(cmd("nav-2"), now=10.1)
     assert e.value.code == "RESOURCE_BUSY"
     # a resend after the restart is still deduplicated, not re-executed
-    assert again.submit(cmd("nav-1"), now=10.2).state is S.UNKNOWN
+    assert again.submit(cmd("nav-1"), now=10.2).state is CommandState.UNKNOWN
     again.reconcile("nav-1", now=10.3)
     again.verdict("nav-1", "FAILED", evidence=["runtime: never finished"], now=10.4)
     again.close()
 
     third = Ledger.open(journal_path, now=20.0)
-    assert third.get("nav-1").state is S.FAILED
-    assert third.get("grip-1").state is S.UNKNOWN
+    assert third.get("nav-1").state is CommandState.FAILED
+    assert third.get("grip-1").state is CommandState.UNKNOWN
     assert third.restarted == ["grip-1"]
     third.close()
 
@@ -142,7 +142,7 @@ def test_sigkill_at_any_moment_leaves_every_returned_call_in_the_journal(tmp_pat
             assert call["seq"] in seqs, f"returned call {call} is missing after the crash"
         holders = led.held_resources()
         for rec in led.records():
-            assert rec.terminal or rec.state is S.UNKNOWN
+            assert rec.terminal or rec.state is CommandState.UNKNOWN
             for res in rec.command.resources:
                 if not rec.terminal:
                     assert holders[res] == rec.command_id

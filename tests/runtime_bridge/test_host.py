@@ -14,7 +14,6 @@ from runtime_bridge.host.merge import HOLD_EE_DELTA
 from tests.runtime_bridge.conftest import DT
 from tests.runtime_bridge.executors import STARTS, command
 
-RS = RuntimeState
 HOLD_ARM = (list(HOLD_EE_DELTA[:3]), list(HOLD_EE_DELTA[3:]))
 
 
@@ -33,11 +32,11 @@ def kinds(host: ExecutorHost, cid: str) -> list[tuple[int, str, str]]:
 def test_move_to_runs_to_control_done_with_increasing_seq(make_host, clock, backend):
     host = make_host()
     ack = host.submit(command("m1", "move_to", target=[0.43, 0.0, 0.4], max_step=0.01))
-    assert (ack.accepted, ack.state, ack.duplicate) == (True, RS.PENDING, False)
+    assert (ack.accepted, ack.state, ack.duplicate) == (True, RuntimeState.PENDING, False)
     results = run(host, clock, 5)
     np.testing.assert_allclose(backend.position, [0.43, 0.0, 0.4], atol=1e-12)
     status = host.query("m1")
-    assert (status.state, status.reason) == (RS.CONTROL_DONE, "CONTROL_DONE")
+    assert (status.state, status.reason) == (RuntimeState.CONTROL_DONE, "CONTROL_DONE")
     seqs = [e.seq for r in results for e in r.events]
     assert seqs == list(range(len(seqs)))
     assert [str(e.kind) for e in status.events] == ["started", "progress", "control_done"]
@@ -49,10 +48,10 @@ def test_resend_returns_the_original_state_and_never_runs_again(make_host, clock
     host = make_host()
     host.submit(command("w1", "wait", steps=2))
     again = host.submit(command("w1", "wait", steps=2))
-    assert (again.accepted, again.state, again.duplicate) == (True, RS.PENDING, True)
+    assert (again.accepted, again.state, again.duplicate) == (True, RuntimeState.PENDING, True)
     run(host, clock, 4)
     late = host.submit(command("w1", "wait", steps=2))
-    assert (late.accepted, late.state, late.duplicate) == (True, RS.CONTROL_DONE, True)
+    assert (late.accepted, late.state, late.duplicate) == (True, RuntimeState.CONTROL_DONE, True)
     run(host, clock, 2)
     assert STARTS["w1"] == 1
     assert host.active() == {}
@@ -62,18 +61,18 @@ def test_same_id_with_other_content_is_refused_without_touching_the_record(make_
     host = make_host()
     host.submit(command("c1", "wait", steps=5))
     ack = host.submit(command("c1", "wait", steps=6))
-    assert (ack.accepted, ack.state, ack.duplicate) == (False, RS.REJECTED, False)
+    assert (ack.accepted, ack.state, ack.duplicate) == (False, RuntimeState.REJECTED, False)
     assert ack.reason.startswith("COMMAND_ID_CONFLICT: id 'c1' is taken by a command of other")
-    assert host.query("c1").state is RS.PENDING
+    assert host.query("c1").state is RuntimeState.PENDING
 
 
 def test_expired_start_budget_is_refused_and_the_refusal_is_remembered(make_host, clock):
     host = make_host()
     ack = host.submit(command("e1"), start_budget_ms=0.0)
-    assert (ack.accepted, ack.state) == (False, RS.REJECTED)
+    assert (ack.accepted, ack.state) == (False, RuntimeState.REJECTED)
     assert ack.reason.startswith("EXPIRED_COMMAND: start budget 0.0 ms left")
     again = host.submit(command("e1"), start_budget_ms=1000.0)
-    assert (again.accepted, again.state, again.duplicate) == (False, RS.REJECTED, True)
+    assert (again.accepted, again.state, again.duplicate) == (False, RuntimeState.REJECTED, True)
     run(host, clock, 2)
     assert STARTS["e1"] == 0
     assert kinds(host, "e1") == [(0, "rejected", ack.reason)]
@@ -85,7 +84,7 @@ def test_start_budget_running_out_before_the_first_step_rejects(make_host, clock
     clock.advance(0.011)
     host.step()
     status = host.query("e2")
-    assert status.state is RS.REJECTED
+    assert status.state is RuntimeState.REJECTED
     assert status.reason.startswith("EXPIRED_COMMAND")
     assert STARTS["e2"] == 0
 
@@ -94,7 +93,7 @@ def test_busy_resource_is_refused_until_the_holder_finishes(make_host, clock):
     host = make_host()
     host.submit(command("a1", "wait", steps=1, resources=("arm",)))
     busy = host.submit(command("a2", "wait", resources=("arm",)))
-    assert (busy.accepted, busy.state) == (False, RS.REJECTED)
+    assert (busy.accepted, busy.state) == (False, RuntimeState.REJECTED)
     assert busy.reason == ("RESOURCE_BUSY: resource 'arm' is held by command 'a1' (PENDING); "
                            "wait until it finishes")
     run(host, clock, 3)
@@ -107,29 +106,30 @@ def test_newer_epoch_takes_over_and_older_commands_cancels_heartbeats_are_refuse
     assert host.submit(command("n2", "wait", steps=100, epoch=2)).accepted
     assert host.epoch == 2
     old = host.submit(command("o1", "wait", epoch=1))
-    assert (old.accepted, old.state) == (False, RS.REJECTED)
+    assert (old.accepted, old.state) == (False, RuntimeState.REJECTED)
     assert old.reason == ("STALE_EPOCH: command epoch 1 is older than the runtime's epoch 2; "
                           "a newer controller has taken over")
     cancel = host.cancel("n1", epoch=1)
-    assert (cancel.accepted, cancel.state) == (False, RS.PENDING)
+    assert (cancel.accepted, cancel.state) == (False, RuntimeState.PENDING)
     assert cancel.reason == "STALE_EPOCH: cancel from epoch 1, the runtime is at epoch 2"
     beat = host.heartbeat(["n1"], epoch=1)
     assert (beat.accepted, beat.renewed) == (False, ())
     adopted = host.heartbeat(["n1", "n2", "zz"], epoch=2)
     assert adopted.accepted and adopted.renewed == ("n1", "n2")
-    assert adopted.states == {"n1": RS.PENDING, "n2": RS.PENDING, "zz": RS.NOT_FOUND}
-    assert host.cancel("n1", epoch=2).state is RS.STOPPED
+    assert adopted.states == {"n1": RuntimeState.PENDING, "n2": RuntimeState.PENDING,
+                              "zz": RuntimeState.NOT_FOUND}
+    assert host.cancel("n1", epoch=2).state is RuntimeState.STOPPED
 
 
 def test_lease_expiry_holds_within_one_control_period(make_host, clock, backend):
     host = make_host(lease_s=0.2)
     host.submit(command("ns", "never_stops"))
     run(host, clock, 3)  # 0.1 s: moving
-    assert host.query("ns").state is RS.RUNNING
+    assert host.query("ns").state is RuntimeState.RUNNING
     moved = backend.position[0]
     results = run(host, clock, 4)  # the lease ran out at 0.2 s, between steps 6 and 7
     status = host.query("ns")
-    assert (status.state, status.reason) == (RS.STOPPED, "LEASE_EXPIRED")
+    assert (status.state, status.reason) == (RuntimeState.STOPPED, "LEASE_EXPIRED")
     stop = status.events[-1]
     assert stop.kind is EventKind.STOPPED
     assert stop.data["held"] is True
@@ -146,10 +146,10 @@ def test_the_last_action_a_lease_allows_is_the_one_sent_before_it_ends(make_host
     host = make_host(lease_s=0.21)  # submitted at t = 0; steps at t = k / 30 s
     host.submit(command("ns", "never_stops"))
     run(host, clock, 5)  # t = 0.167: its action lasts until 0.2, inside the lease
-    assert host.query("ns").state is RS.RUNNING
+    assert host.query("ns").state is RuntimeState.RUNNING
     held = run(host, clock, 1)[0]  # t = 0.2: an action now would last until 0.233
     status = host.query("ns")
-    assert (status.state, status.reason) == (RS.STOPPED, "LEASE_EXPIRED")
+    assert (status.state, status.reason) == (RuntimeState.STOPPED, "LEASE_EXPIRED")
     assert held.action["action"][:2] == HOLD_ARM
     assert status.events[-1].data == {"held": True, "protection_latency_s": 0.0}
 
@@ -168,7 +168,7 @@ def test_heartbeats_keep_a_lease_alive(make_host, clock):
     for _ in range(30):
         run(host, clock, 3)
         assert host.heartbeat(["hb"]).renewed == ("hb",)
-    assert host.query("hb").state is RS.RUNNING
+    assert host.query("hb").state is RuntimeState.RUNNING
 
 
 def test_cancel_running_command_stops_through_the_executor(make_host, clock):
@@ -176,11 +176,11 @@ def test_cancel_running_command_stops_through_the_executor(make_host, clock):
     host.submit(command("c", "wait", steps=100))
     run(host, clock, 2)
     ack = host.cancel("c")
-    assert (ack.accepted, ack.state) == (True, RS.STOPPING)
+    assert (ack.accepted, ack.state) == (True, RuntimeState.STOPPING)
     assert host.cancel("c").duplicate
     run(host, clock, 1)
     status = host.query("c")
-    assert (status.state, status.reason) == (RS.STOPPED, "CANCEL_REQUESTED")
+    assert (status.state, status.reason) == (RuntimeState.STOPPED, "CANCEL_REQUESTED")
     assert kinds(host, "c")[-1] == (status.last_seq, "stopped", "CANCEL_REQUESTED")
     finished = host.cancel("c")
     assert (finished.accepted, finished.reason) == (False, "ALREADY_FINISHED: CANCEL_REQUESTED")
@@ -193,19 +193,19 @@ def test_executor_that_ignores_a_stop_is_held_by_force(make_host, clock, backend
     host.cancel("ns")
     results = run(host, clock, 6)
     status = host.query("ns")
-    assert (status.state, status.reason) == (RS.STOPPED, "STOP_FORCED: CANCEL_REQUESTED")
+    assert (status.state, status.reason) == (RuntimeState.STOPPED, "STOP_FORCED: CANCEL_REQUESTED")
     assert results[-1].action["action"][:2] == HOLD_ARM
 
 
 def test_cancel_before_start_and_before_receipt(make_host, clock):
     host = make_host()
     host.submit(command("p", "wait"))
-    assert host.cancel("p").state is RS.STOPPED
+    assert host.cancel("p").state is RuntimeState.STOPPED
     burnt = host.cancel("late")
-    assert (burnt.accepted, burnt.state, burnt.reason) == (True, RS.STOPPED,
+    assert (burnt.accepted, burnt.state, burnt.reason) == (True, RuntimeState.STOPPED,
                                                            "CANCELED_BEFORE_RECEIPT")
     late = host.submit(command("late", "wait"))
-    assert (late.accepted, late.state, late.duplicate) == (False, RS.STOPPED, True)
+    assert (late.accepted, late.state, late.duplicate) == (False, RuntimeState.STOPPED, True)
     run(host, clock, 3)
     assert STARTS["p"] == STARTS["late"] == 0
 
@@ -226,23 +226,23 @@ def test_two_executors_driving_the_arm_abort_the_later_one(make_host, clock):
     host.submit(command("second", "move_to", target=[1.0, 0.0, 0.4]))
     run(host, clock, 1)
     status = host.query("second")
-    assert status.state is RS.ABORTED
+    assert status.state is RuntimeState.ABORTED
     assert status.reason == ("ACTION_CONFLICT: the arm is already driven this step by command "
                              "'first'")
-    assert host.query("first").state is RS.RUNNING
+    assert host.query("first").state is RuntimeState.RUNNING
 
 
 def test_executor_errors_and_refusals_are_reported_not_raised(make_host, clock):
     host = make_host()
     refused = host.submit(command("u", "teleport"))
-    assert (refused.accepted, refused.state) == (False, RS.REJECTED)
+    assert (refused.accepted, refused.state) == (False, RuntimeState.REJECTED)
     assert refused.reason.startswith("EXECUTOR_REFUSED: UNKNOWN_SKILL: no executor for skill "
                                      "'teleport'")
     host.submit(command("x", "explode"))
     host.submit(command("ab", "abort_after", steps=1, reason="IK_FAILED"))
     run(host, clock, 2)
     assert host.query("x").reason == "EXECUTOR_ERROR: RuntimeError('boom')"
-    assert (host.query("ab").state, host.query("ab").reason) == (RS.ABORTED, "IK_FAILED")
+    assert (host.query("ab").state, host.query("ab").reason) == (RuntimeState.ABORTED, "IK_FAILED")
 
 
 def test_execution_timeout_stops_the_command(make_host, clock):
@@ -250,7 +250,7 @@ def test_execution_timeout_stops_the_command(make_host, clock):
     host.submit(command("t", "wait", steps=1000, execution_timeout_ms=100))
     run(host, clock, 5)
     status = host.query("t")
-    assert (status.state, status.reason) == (RS.STOPPED, "EXECUTION_TIMEOUT")
+    assert (status.state, status.reason) == (RuntimeState.STOPPED, "EXECUTION_TIMEOUT")
 
 
 def test_restarted_host_aborts_what_was_active_and_never_reruns_it(make_host, clock, backend,
@@ -266,12 +266,12 @@ def test_restarted_host_aborts_what_was_active_and_never_reruns_it(make_host, cl
     assert again.restarted == ("live",)
     assert again.epoch == 3
     status = again.query("live")
-    assert (status.state, status.reason) == (RS.ABORTED, "RUNTIME_RESTARTED")
+    assert (status.state, status.reason) == (RuntimeState.ABORTED, "RUNTIME_RESTARTED")
     assert status.last_seq == last + 1
     assert status.events[-1].data == {"was": "RUNNING"}
-    assert again.query("done").state is RS.CONTROL_DONE
+    assert again.query("done").state is RuntimeState.CONTROL_DONE
     resent = again.submit(command("live", "wait", steps=1000, epoch=3))
-    assert (resent.accepted, resent.state, resent.duplicate) == (True, RS.ABORTED, True)
+    assert (resent.accepted, resent.state, resent.duplicate) == (True, RuntimeState.ABORTED, True)
     batch = again.events_since(0)
     assert [(e.command_id, str(e.kind)) for e in batch.events] == [("live", "aborted")]
     assert batch.boot_id != host.boot_id
@@ -285,10 +285,10 @@ def test_finished_records_are_read_back_from_the_journal_and_purged_after_retent
     for i in range(3):
         host.submit(command(f"r{i}", "wait", steps=0))
     run(host, clock, 1)
-    assert [host.query(f"r{i}").state for i in range(3)] == [RS.CONTROL_DONE] * 3
+    assert [host.query(f"r{i}").state for i in range(3)] == [RuntimeState.CONTROL_DONE] * 3
     clock.advance(10.5)
     host.step()
-    assert host.query("r0").state is RS.NOT_FOUND
+    assert host.query("r0").state is RuntimeState.NOT_FOUND
 
 
 def test_events_since_reports_gaps(make_host, clock):
@@ -310,7 +310,7 @@ def test_host_without_journal_keeps_records_in_memory(clock):
     host.submit(command("mem", "wait", steps=0))
     clock.advance(DT)
     host.step()
-    assert host.query("mem").state is RS.CONTROL_DONE
+    assert host.query("mem").state is RuntimeState.CONTROL_DONE
     host.close()
 
 
@@ -366,7 +366,8 @@ def test_a_long_step_lets_a_waiting_submit_in_between_two_commands(clock, backen
     assert [(e.command_id, str(e.kind)) for e in events] == [
         ("first", "started"), ("second", "started"), ("first", "control_done"),
         ("second", "control_done")]
-    assert host.query("late").state is RS.PENDING  # journaled, stepped from the next step on
+    # journaled, stepped from the next step on
+    assert host.query("late").state is RuntimeState.PENDING
     host.close()
 
 
@@ -396,8 +397,9 @@ def test_a_step_steps_aside_while_an_answer_is_made_and_resumes_when_it_has_left
     # the step parked before "second" until the answer had left; the answer got the lock at
     # once (it never waited for the step) and its submit is journaled like any other
     assert order == ["first stepped", "answer PENDING", "answer left", "second stepped"]
-    assert host.query("late").state is RS.PENDING
-    assert host.query("first").state is RS.CONTROL_DONE  # journaled before the step parked
+    assert host.query("late").state is RuntimeState.PENDING
+    # journaled before the step parked
+    assert host.query("first").state is RuntimeState.CONTROL_DONE
     host.close()
 
 
@@ -442,14 +444,14 @@ def test_a_submit_that_cannot_be_journaled_never_runs_and_a_resend_is_judged_afr
     monkeypatch.setattr(journal, "write", full_disk)
     with pytest.raises(BridgeError, match="disk full"):
         host.submit(command("lost", "wait", steps=0))
-    assert host.active() == {} and host.query("lost").state is RS.NOT_FOUND
+    assert host.active() == {} and host.query("lost").state is RuntimeState.NOT_FOUND
     run(host, clock, 2)  # nothing runs what was never recorded
     assert STARTS["lost"] == 0
     monkeypatch.undo()
     ack = host.submit(command("lost", "wait", steps=0))
     assert (ack.accepted, ack.duplicate) == (True, False)
     run(host, clock, 2)
-    assert host.query("lost").state is RS.CONTROL_DONE and STARTS["lost"] == 1
+    assert host.query("lost").state is RuntimeState.CONTROL_DONE and STARTS["lost"] == 1
 
 
 class _Queued:
@@ -504,7 +506,7 @@ def test_a_step_planned_through_a_give_way_answers_a_submit_between_two_commands
     assert [(e.command_id, str(e.kind)) for e in events] == [
         ("first", "started"), ("second", "started"), ("first", "control_done"),
         ("second", "control_done")]
-    assert host.query("late").state is RS.PENDING
+    assert host.query("late").state is RuntimeState.PENDING
     host.close()
 
 
@@ -522,7 +524,7 @@ def test_an_answer_inside_a_step_journals_what_it_tells_before_it_tells_it(
     # both queries came after "first" settled, before "second" did: the first one journaled
     # the step's changes so far (a crash after the answer cannot take CONTROL_DONE back); the
     # second had nothing new to journal
-    assert gw.answered == [RS.CONTROL_DONE, RS.RUNNING]
+    assert gw.answered == [RuntimeState.CONTROL_DONE, RuntimeState.RUNNING]
     assert sorted(log.writes[0]) == [("first", "CONTROL_DONE"), ("second", "RUNNING")]
     assert log.writes[1:] == [[("second", "CONTROL_DONE")]]
     assert [(e.command_id, str(e.kind)) for e in events] == [  # none lost by the early flush
@@ -561,7 +563,7 @@ def test_a_submit_inside_a_step_that_preempts_a_command_journals_both(clock, bac
     log = _WriteLog(host)
     clock.advance(DT)
     host.step(plan_on=lambda plan: plan(gw))
-    assert gw.answered == [RS.PENDING]
+    assert gw.answered == [RuntimeState.PENDING]
     # the answer tells of "new" only, but the preemption it caused is journaled with it
     assert sorted(log.writes[0]) == [("new", "PENDING"), ("old", "STOPPED")]
     assert host.query("old").reason.startswith("EPOCH_PREEMPTED")
@@ -594,7 +596,7 @@ def test_a_step_journals_many_changes_a_few_at_a_time_giving_way_between(
     assert {cid for w in log.writes for cid, _ in w} == set(ids)
     assert all(state == "CONTROL_DONE" for w in log.writes for _, state in w)
     before, state, after = gw.answered[0]
-    assert state is RS.CONTROL_DONE
+    assert state is RuntimeState.CONTROL_DONE
     # no event of the step went out before every record was journaled; then all of them did
     assert [str(e.kind) for e in before] == []
     assert [e.command_id for e in after if e.kind is EventKind.CONTROL_DONE] == ids
@@ -639,5 +641,5 @@ def test_a_chunk_that_cannot_be_journaled_leaves_its_records_in_hand(clock, back
     assert not host.events_since(0).events  # and nothing was told
     host._journal.write = inner  # type: ignore[method-assign]
     host._batch.flush()
-    assert {host._journal.get(f"c{i}").state for i in range(5)} == {RS.CONTROL_DONE}
+    assert {host._journal.get(f"c{i}").state for i in range(5)} == {RuntimeState.CONTROL_DONE}
     host.close()

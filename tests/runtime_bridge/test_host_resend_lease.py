@@ -11,8 +11,6 @@ from runtime_bridge.host import ExecutorHost
 from tests.runtime_bridge.conftest import DT
 from tests.runtime_bridge.executors import command
 
-RS = RuntimeState
-
 
 def run(host: ExecutorHost, clock: FakeClock, steps: int) -> None:
     for _ in range(steps):
@@ -26,10 +24,11 @@ def test_a_resent_dispatch_renews_the_lease_of_its_running_command(make_host, cl
     for _ in range(10):  # 0.6 s in all, no heartbeat: only resends
         run(host, clock, 2)
         ack = host.submit(command("r", "never_stops", epoch=1))
-        assert (ack.duplicate, ack.state) == (True, RS.RUNNING)
-    assert host.query("r").state is RS.RUNNING
+        assert (ack.duplicate, ack.state) == (True, RuntimeState.RUNNING)
+    assert host.query("r").state is RuntimeState.RUNNING
     run(host, clock, 8)  # resends stop: the lease runs out and the runtime holds
-    assert (host.query("r").state, host.query("r").reason) == (RS.STOPPED, "LEASE_EXPIRED")
+    assert (host.query("r").state, host.query("r").reason) == (
+        RuntimeState.STOPPED, "LEASE_EXPIRED")
 
 
 def test_a_resend_from_an_older_epoch_renews_nothing(make_host, clock):
@@ -39,4 +38,5 @@ def test_a_resend_from_an_older_epoch_renews_nothing(make_host, clock):
     for _ in range(5):
         run(host, clock, 2)
         assert host.submit(command("old", "never_stops", epoch=1)).duplicate
-    assert (host.query("old").state, host.query("old").reason) == (RS.STOPPED, "LEASE_EXPIRED")
+    assert (host.query("old").state, host.query("old").reason) == (
+        RuntimeState.STOPPED, "LEASE_EXPIRED")

@@ -12,8 +12,6 @@ from runtime_bridge.host import ExecutorHost
 from tests.runtime_bridge.conftest import DT
 from tests.runtime_bridge.executors import STARTS, command
 
-RS = RuntimeState
-
 
 def run(host: ExecutorHost, clock: FakeClock, steps: int) -> None:
     for _ in range(steps):
@@ -26,14 +24,14 @@ def test_a_newer_epoch_command_preempts_an_older_epoch_holder(make_host, clock):
     host.submit(command("old", "never_stops", resources=("arm",), epoch=1))
     run(host, clock, 2)
     ack = host.submit(command("new", "wait", resources=("arm",), epoch=2, steps=3))
-    assert (ack.accepted, ack.state) == (True, RS.PENDING)
+    assert (ack.accepted, ack.state) == (True, RuntimeState.PENDING)
     old = host.query("old")
     assert (old.state, old.reason) == (
-        RS.STOPPED, "EPOCH_PREEMPTED: epoch 2 command 'new' needs 'arm'")
+        RuntimeState.STOPPED, "EPOCH_PREEMPTED: epoch 2 command 'new' needs 'arm'")
     assert old.events[-1].kind is EventKind.STOPPED
     assert old.events[-1].data == {"held": True, "preempted_by": "new"}
     run(host, clock, 6)
-    assert host.query("new").state is RS.CONTROL_DONE
+    assert host.query("new").state is RuntimeState.CONTROL_DONE
     assert (STARTS["old"], STARTS["new"]) == (1, 1)
 
 
@@ -41,9 +39,9 @@ def test_the_same_epoch_still_waits_for_a_busy_resource(make_host, clock):
     host = make_host()
     host.submit(command("first", "never_stops", resources=("arm",), epoch=1))
     ack = host.submit(command("second", "wait", resources=("arm",), epoch=1))
-    assert (ack.accepted, ack.state) == (False, RS.REJECTED)
+    assert (ack.accepted, ack.state) == (False, RuntimeState.REJECTED)
     assert ack.reason.startswith("RESOURCE_BUSY: resource 'arm' is held by command 'first'")
-    assert host.query("first").state is RS.PENDING
+    assert host.query("first").state is RuntimeState.PENDING
 
 
 def test_a_stale_epoch_command_never_preempts(make_host, clock):
@@ -51,4 +49,4 @@ def test_a_stale_epoch_command_never_preempts(make_host, clock):
     host.submit(command("newer", "never_stops", resources=("arm",), epoch=2))
     ack = host.submit(command("older", "wait", resources=("arm",), epoch=1))
     assert (ack.accepted, ack.reason[:11]) == (False, "STALE_EPOCH")
-    assert host.query("newer").state is RS.PENDING
+    assert host.query("newer").state is RuntimeState.PENDING

@@ -22,10 +22,9 @@ from runtime_bridge.host.record import RuntimeRecord
 from tests.runtime_bridge.executors import command
 
 ROOT = Path(__file__).resolve().parents[2]
-RS = RuntimeState
 
 
-def record(cid: str, state: RuntimeState = RS.PENDING, *,
+def record(cid: str, state: RuntimeState = RuntimeState.PENDING, *,
            finished: float | None = None) -> RuntimeRecord:
     return RuntimeRecord(cid, command(cid, "wait", steps=0), True, state, state.value, 1.0,
                          finished)
@@ -51,7 +50,7 @@ def test_a_write_is_an_append_readable_at_once_and_a_fold_moves_it_into_sqlite(t
     journal = LoggedRuntimeJournal(path)
     journal.write([record("a"), record("b")], {"epoch": "3"})
     assert sqlite_ids(path) == set()  # not in SQLite yet ...
-    assert journal.get("a").state is RS.PENDING  # ... but answered from memory
+    assert journal.get("a").state is RuntimeState.PENDING  # ... but answered from memory
     assert journal.meta("epoch") == "3"
     assert read_rows(path)["b"][0] == "b"  # and another process sees it in the log
     [first] = segments(path)
@@ -70,13 +69,13 @@ def test_the_latest_row_wins_across_folds_and_reopening(tmp_path):
     journal = LoggedRuntimeJournal(path)
     journal.write([record("c")])
     journal.fold()
-    journal.write([record("c", RS.RUNNING)])
-    journal.write([record("c", RS.CONTROL_DONE, finished=2.0)])
-    assert journal.get("c").state is RS.CONTROL_DONE
+    journal.write([record("c", RuntimeState.RUNNING)])
+    journal.write([record("c", RuntimeState.CONTROL_DONE, finished=2.0)])
+    assert journal.get("c").state is RuntimeState.CONTROL_DONE
     assert read_rows(path)["c"][3] == "CONTROL_DONE"
     journal.close()
     again = LoggedRuntimeJournal(path)
-    assert again.get("c").state is RS.CONTROL_DONE
+    assert again.get("c").state is RuntimeState.CONTROL_DONE
     assert again.unfinished() == []
     again.close()
 
@@ -84,7 +83,7 @@ def test_the_latest_row_wins_across_folds_and_reopening(tmp_path):
 def test_a_purged_record_does_not_come_back_from_a_segment(tmp_path):
     path = tmp_path / "runtime.db"
     journal = LoggedRuntimeJournal(path)
-    journal.write([record("old", RS.CONTROL_DONE, finished=5.0), record("kept")])
+    journal.write([record("old", RuntimeState.CONTROL_DONE, finished=5.0), record("kept")])
     assert journal.purge(finished_before_wall=10.0) == 1  # folds first
     assert journal.get("old") is None
     journal.write([record("new")])
@@ -196,10 +195,10 @@ def test_a_failed_fold_keeps_the_rows_and_the_segment_and_the_next_fold_finishes
     with pytest.raises(BridgeError, match="disk full"):
         journal.fold()
     assert journal.get("x") is not None and first.exists()
-    journal.write([record("x", RS.RUNNING)])  # newer than the row the fold gave back
+    journal.write([record("x", RuntimeState.RUNNING)])  # newer than the row the fold gave back
     monkeypatch.undo()
     assert journal.fold() == 1
-    assert not first.exists() and journal.get("x").state is RS.RUNNING
+    assert not first.exists() and journal.get("x").state is RuntimeState.RUNNING
     journal.close()
     assert sqlite_ids(path) == {"x"}
 
@@ -209,7 +208,8 @@ def test_a_record_that_cannot_be_stored_is_refused_at_write_and_nothing_is_appen
     path = tmp_path / "runtime.db"
     journal = LoggedRuntimeJournal(path)
     size = segments(path)[-1].stat().st_size
-    rec = RuntimeRecord("odd-\ud800-id", None, False, RS.STOPPED, "CANCELED_BEFORE_RECEIPT",
+    rec = RuntimeRecord("odd-\ud800-id", None, False, RuntimeState.STOPPED,
+                        "CANCELED_BEFORE_RECEIPT",
                         1.0, 2.0)  # a lone surrogate: SQLite could not store it either
     with pytest.raises(BridgeError, match="cannot be journaled") as err:
         journal.write([rec])
@@ -249,31 +249,32 @@ def test_a_write_during_a_fold_lands_in_the_new_segment_and_wins_after_a_crash(t
     write_rows = journal._db.write_rows
 
     def slow_fold(rows, meta=None):  # type: ignore[no-untyped-def]
-        journal.write([record("x", RS.RUNNING)])  # a step's change while SQLite is busy
-        assert journal.get("x").state is RS.RUNNING  # the newest row answers at once
+        journal.write([record("x", RuntimeState.RUNNING)])  # a step's change while SQLite is busy
+        assert journal.get("x").state is RuntimeState.RUNNING  # the newest row answers at once
         write_rows(rows, meta)
 
     journal._db.write_rows = slow_fold  # type: ignore[method-assign]
     assert journal.fold() == 1
     journal._db.write_rows = write_rows  # type: ignore[method-assign]
-    assert journal.get("x").state is RS.RUNNING
+    assert journal.get("x").state is RuntimeState.RUNNING
     assert read_rows(path)["x"][3] == "RUNNING"
     _as_if_killed(journal)
     again = LoggedRuntimeJournal(path)  # SQLite has PENDING, the new segment RUNNING
-    assert again.get("x").state is RS.RUNNING
+    assert again.get("x").state is RuntimeState.RUNNING
     again.close()
 
 
 def test_segments_left_after_a_committed_fold_replay_to_the_same_state(tmp_path, monkeypatch):
     path = tmp_path / "runtime.db"
     journal = LoggedRuntimeJournal(path)
-    journal.write([record("y"), record("z", RS.CONTROL_DONE, finished=3.0)])
+    journal.write([record("y"), record("z", RuntimeState.CONTROL_DONE, finished=3.0)])
     monkeypatch.setattr(Path, "unlink", lambda self, missing_ok=False: None)  # dies before
     journal.fold()  # SQLite committed, the old segment still there
     monkeypatch.undo()
     assert len(segments(path)) == 2
     _as_if_killed(journal)
     again = LoggedRuntimeJournal(path)
-    assert (again.get("y").state, again.get("z").state) == (RS.PENDING, RS.CONTROL_DONE)
+    assert (again.get("y").state, again.get("z").state) == (
+        RuntimeState.PENDING, RuntimeState.CONTROL_DONE)
     assert len(segments(path)) == 1 and again.recovered == 2
     again.close()

@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness_bt.spec.expr.syntax import Node
+from harness_bt.spec.expr.syntax import ExprError, Node
 
 __all__ = ["MISSING", "Resolver", "evaluate", "object_view", "run_env"]
 
@@ -123,7 +123,7 @@ def evaluate(node: Node, env: Mapping[str, Resolver]) -> Any:
     if tag == "neg":
         v = evaluate(node[1], env)
         return -v if _number(v) else MISSING
-    raise ValueError(f"bad expression node {tag!r}")  # unreachable: the parser makes these
+    raise ExprError(f"internal: no evaluation for expression node {tag!r}", str(node), 1)
 
 
 # ---------------------------------------------------------------------------- run-time views

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness_bt.errors import DefinitionError
+
 __all__ = ["FUNCTIONS", "ROOTS", "ExprError", "Node", "parse", "unparse", "walk"]
 
 ROOTS = {"bb": "bb", "blackboard": "bb", "world": "world", "outcome": "outcome"}
@@ -15,16 +17,16 @@ FUNCTIONS = ("abs", "exists", "len", "max", "min")
 _KEYWORDS = {"and", "or", "not", "in", "true", "false", "null"}
 
 
-class ExprError(ValueError):
-    """A syntax or name error in an expression; ``column`` is 1-based within the text."""
+class ExprError(DefinitionError):
+    """A syntax or name error in an expression (code ``INVALID_EXPRESSION``): ``message`` says
+    what, ``column`` (1-based) where in ``text``, ``fix`` what to write instead."""
 
     def __init__(self, message: str, text: str, column: int, fix: str = "") -> None:
-        self.message = message
         self.text = text
         self.column = column
-        self.fix = fix
-        super().__init__(f"{message} at column {column} of {text!r}" + (f"; {fix}" if fix
-                                                                          else ""))
+        super().__init__("INVALID_EXPRESSION", f"{message} at column {column} of {text!r}",
+                         fix=fix or None, details={"column": column, "text": text})
+        self.message = message
 
 
 _TOKEN = re.compile(r"""

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from runtime_bridge.genmanip import codec
-from runtime_bridge.genmanip.errors import WireError
+from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.genmanip.shm.reader import ShmReader
 from runtime_bridge.genmanip.shm.segment import DEFAULT_DIRECTORY, check_name
 from runtime_bridge.genmanip.shm.writer import CLAIM_HEADER
@@ -74,7 +74,7 @@ class ShmLink:
             info = r.json() if r.status_code == 200 else None
             name = check_name(info.get("segment") if isinstance(info, dict) else None, OPEN_ROUTE)
             session = info["session"] if isinstance(info, dict) else None
-        except (ValueError, WireError) as exc:
+        except (ValueError, HttpError) as exc:
             self._off(f"{OPEN_ROUTE} answered HTTP {r.status_code} without a usable session "
                       f"({exc})")
             return
@@ -84,7 +84,7 @@ class ShmLink:
         try:
             reader = ShmReader(self.directory, name, copy=self.copy)
             token = reader.token()
-        except WireError as exc:
+        except HttpError as exc:
             self._off(f"segment {name} cannot be mapped here ({exc.message})")
             return
         self.reader, self.claim = reader, f"{session}.{token.hex()}"
@@ -104,11 +104,11 @@ class ShmLink:
 
     def read(self, body: bytes, *, where: str, max_bytes: int | None) -> Any:
         """The payload of a descriptor body; on failure the session is dropped (stale, torn) or
-        shared memory turned off (hostile), and the :class:`WireError` raised."""
+        shared memory turned off (hostile), and the :class:`HttpError` raised."""
         assert self.reader is not None, "read() follows answered() == True"
         try:
             return self.reader.read(body, where=where, max_bytes=max_bytes)
-        except WireError as exc:
+        except HttpError as exc:
             if exc.code in ("SHM_STALE", "SHM_TORN"):
                 self._drop(exc.message)
             else:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtime_bridge.genmanip import codec
-from runtime_bridge.genmanip.errors import WireError
+from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.genmanip.safepickle import safe_loads
 from runtime_bridge.genmanip.shm.segment import (
     SLOT_HEADER_BYTES,
@@ -36,14 +36,14 @@ MAX_BUFFERS = 100_000
 _KEYS = ("segment", "size", "layout", "slot", "generation", "used", "buffers", "tree")
 
 
-def _bad(where: str, message: str) -> WireError:
-    return WireError("SHM_BAD_DESCRIPTOR", f"{where}: {message}", where=where,
+def _bad(where: str, message: str) -> HttpError:
+    return HttpError("SHM_BAD_DESCRIPTOR", f"{where}: {message}", where=where,
                      fix="the descriptor does not describe this session's segment; the client "
                      "stops using shared memory with this server")
 
 
-def _stale(where: str, message: str) -> WireError:
-    return WireError("SHM_STALE", f"{where}: {message}", where=where,
+def _stale(where: str, message: str) -> HttpError:
+    return HttpError("SHM_STALE", f"{where}: {message}", where=where,
                      fix="the slot was rewritten before it was read (the client fell more than "
                      "the ring behind, or the segment changed); the next request renegotiates")
 
@@ -97,7 +97,7 @@ class ShmReader:
         if used > header.capacity:
             raise _bad(where, f"{used} bytes used do not fit a slot of {header.capacity} bytes")
         if max_bytes is not None and used > max_bytes:
-            raise WireError("BODY_TOO_LARGE", f"{where}: {used} bytes of arrays, over the limit "
+            raise HttpError("BODY_TOO_LARGE", f"{where}: {used} bytes of arrays, over the limit "
                             f"of {max_bytes} bytes", http_status=413, where=where,
                             fix="raise the client's max_response_bytes or send smaller images",
                             details={"size": used, "limit": max_bytes})
@@ -146,7 +146,7 @@ class ShmReader:
                 f"slot {slot} holds generation {seq}{' (being written)' if seq % 2 else ''}, "
                 f"the descriptor names {generation}")
         if torn:
-            raise WireError("SHM_TORN", f"{where}: {what} while it was copied; the copy is "
+            raise HttpError("SHM_TORN", f"{where}: {what} while it was copied; the copy is "
                             "refused", where=where,
                             fix="the client fell behind the ring; the next request renegotiates")
         raise _stale(where, what)

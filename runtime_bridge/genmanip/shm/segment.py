@@ -31,7 +31,8 @@ import struct
 import threading
 from dataclasses import dataclass
 
-from runtime_bridge.genmanip.errors import WireError
+from harness_bt.errors import BridgeError
+from runtime_bridge.genmanip.errors import HttpError
 
 __all__ = [
     "DEFAULT_DIRECTORY",
@@ -69,7 +70,7 @@ _LIVE_GUARD = threading.Lock()
 def check_name(name: object, where: str) -> str:
     """A segment name from the network: one path component, letters, digits, ``-`` and ``_``."""
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        raise WireError("SHM_BAD_DESCRIPTOR", f"{where}: segment name {str(name)[:80]!r} is not "
+        raise HttpError("SHM_BAD_DESCRIPTOR", f"{where}: segment name {str(name)[:80]!r} is not "
                         f"a plain name matching {NAME_PATTERN.pattern}", where=where,
                         fix="the server names segments <prefix>-<pid>-<session>; do not send paths")
     return name
@@ -77,8 +78,9 @@ def check_name(name: object, where: str) -> str:
 
 def check_prefix(prefix: str) -> str:
     if not _PREFIX_PATTERN.fullmatch(prefix):
-        raise ValueError(f"shm prefix {prefix!r} must match {_PREFIX_PATTERN.pattern} (no '-': "
-                         "it separates the prefix from the pid)")
+        raise BridgeError("INVALID_CONFIG", f"shm prefix {prefix!r} must match "
+                          f"{_PREFIX_PATTERN.pattern} (no '-': it separates the prefix from the "
+                          "pid)", fix="use letters and digits only")
     return prefix
 
 
@@ -107,11 +109,11 @@ class Header:
 
 def _read_header(buf: mmap.mmap, where: str) -> Header:
     if len(buf) < HEADER_BYTES:
-        raise WireError("SHM_UNAVAILABLE", f"{where}: segment of {len(buf)} bytes is smaller "
+        raise HttpError("SHM_UNAVAILABLE", f"{where}: segment of {len(buf)} bytes is smaller "
                         "than its header", where=where, fix="the segment is not ours; fall back")
     magic, version, slots, stride, layout, pid, token = _HEAD.unpack_from(buf, 0)
     if magic != MAGIC or version != VERSION:
-        raise WireError("SHM_UNAVAILABLE", f"{where}: not a harness-bt segment (magic "
+        raise HttpError("SHM_UNAVAILABLE", f"{where}: not a harness-bt segment (magic "
                         f"{magic!r}, version {version})", where=where,
                         fix="the name belongs to something else; fall back")
     return Header(slots, stride, layout, pid, token)
@@ -127,7 +129,8 @@ class WritableSegment:
 
     def __init__(self, directory: str, name: str, slots: int, token: bytes) -> None:
         if not 1 <= slots <= MAX_SLOTS:
-            raise ValueError(f"slots={slots} must be within 1..{MAX_SLOTS}")
+            raise BridgeError("INVALID_CONFIG", f"slots={slots} must be within 1..{MAX_SLOTS}",
+                              fix=f"give 1 to {MAX_SLOTS} slots")
         self.path = os.path.join(directory, check_name(name, "segment"))
         self.name = name
         self.slots = slots
@@ -222,7 +225,7 @@ class MappedSegment:
         try:
             self._fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError as exc:
-            raise WireError("SHM_UNAVAILABLE", f"{where}: cannot open ({exc.strerror}); the "
+            raise HttpError("SHM_UNAVAILABLE", f"{where}: cannot open ({exc.strerror}); the "
                             "server is on another host, in another container, another user's, "
                             "or the segment vanished", where=where,
                             fix="nothing to do: the client falls back to the binary fast path"
@@ -231,10 +234,10 @@ class MappedSegment:
         try:
             info = os.fstat(self._fd)
             if not stat.S_ISREG(info.st_mode):
-                raise WireError("SHM_UNAVAILABLE", f"{where}: not a regular file", where=where,
+                raise HttpError("SHM_UNAVAILABLE", f"{where}: not a regular file", where=where,
                                 fix="the name belongs to something else; fall back")
             if info.st_size < HEADER_BYTES:
-                raise WireError("SHM_UNAVAILABLE", f"{where}: segment of {info.st_size} bytes is "
+                raise HttpError("SHM_UNAVAILABLE", f"{where}: segment of {info.st_size} bytes is "
                                 "smaller than its header", where=where,
                                 fix="the name belongs to something else; fall back")
             self._map = mmap.mmap(self._fd, info.st_size, prot=mmap.PROT_READ)
@@ -265,7 +268,7 @@ class MappedSegment:
         """Map at least ``size`` bytes (the server grew the file)."""
         actual = os.fstat(self._fd).st_size
         if actual < size:
-            raise WireError("SHM_STALE", f"{where}: the segment has {actual} bytes, the "
+            raise HttpError("SHM_STALE", f"{where}: the segment has {actual} bytes, the "
                             f"descriptor needs {size}", where=where,
                             fix="the segment changed under the read; the next step re-negotiates")
         old, self._map = self._map, mmap.mmap(self._fd, actual, prot=mmap.PROT_READ)

@@ -22,6 +22,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness_bt.errors import BridgeError
 from runtime_bridge.genmanip import codec
 from runtime_bridge.genmanip.shm.segment import (
     DEFAULT_DIRECTORY,
@@ -57,8 +58,9 @@ class ShmConfig:
     def __post_init__(self) -> None:
         check_prefix(self.prefix)
         if not 1 <= self.slots <= 64 or self.max_sessions < 1:
-            raise ValueError(f"ShmConfig: slots={self.slots} must be within 1..64 and "
-                             f"max_sessions={self.max_sessions} at least 1")
+            raise BridgeError("INVALID_CONFIG", f"ShmConfig: slots={self.slots} must be within "
+                              f"1..64 and max_sessions={self.max_sessions} at least 1",
+                              fix="give 1 to 64 slots and at least one session")
 
 
 @dataclass(eq=False)

@@ -36,9 +36,10 @@ from typing import Any
 
 import zmq
 
-from harness_bt.errors import BridgeError, HarnessError
+from harness_bt.errors import BridgeError, HarnessError, reason_code
 from harness_bt.ledger import Command
 from harness_bt.runtime.bridge import RuntimeState
+from runtime_bridge.host.record import RuntimeReason
 from runtime_bridge.testing.chaos.injectors import HostilePeer, Injector
 from runtime_bridge.testing.chaos.processes import PICK_AND_PLACE, Proc, Run, Workload
 from runtime_bridge.testing.chaos.truth import (
@@ -271,7 +272,7 @@ def _cut_mid_command(run: Run, endpoint: str, cut: Callable[[bool], None], *,
 
 def _held_on_lease_expiry(run: Run) -> list[str]:
     return [cid for cid, r in read_runtime_journal(run.runtime_journal).items()
-            if r.reason.startswith("LEASE_EXPIRED")]
+            if reason_code(r.reason) == RuntimeReason.LEASE_EXPIRED]
 
 
 def _partition(run: Run, proxy: FaultProxy, endpoint: str, context: zmq.Context,

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_bt.errors import HarnessError
+from harness_bt.errors import HarnessError, reason_code
 from harness_bt.ledger import CommandRecord, CommandState, EventKind, HistoryEntry, Ledger
 from harness_bt.ledger.states import TERMINAL
 from runtime_bridge.host.journal_log import read_rows
@@ -144,10 +144,10 @@ def audit(*, runtime_journal: str | os.PathLike[str], exec_log: str | os.PathLik
         truth.regressions.extend(_runtime_regressions(rec))
         for ev in rec.events:
             if (ev.kind is EventKind.STOPPED and ev.data.get("held")
-                    and str(ev.reason).startswith(RuntimeReason.LEASE_EXPIRED.value)
+                    and reason_code(str(ev.reason)) == RuntimeReason.LEASE_EXPIRED
                     and ev.data.get("protection_latency_s") is not None):
                 truth.protection_latency_s.append(float(ev.data["protection_latency_s"]))
-        if rec.reason.startswith(RuntimeReason.STALE_EPOCH.value):
+        if reason_code(rec.reason) == RuntimeReason.STALE_EPOCH:
             truth.stale_epoch_refusals.append(cid)
     truth.double_executions = sorted(
         cid for cid in set(truth.starts) | set(truth.journal_starts)

@@ -14,7 +14,7 @@ from harness_bt.clock import FakeClock
 from harness_bt.errors import BridgeError
 from runtime_bridge.genmanip import codec
 from runtime_bridge.genmanip.client import GenManipClient, StepOutcomeUnknown
-from runtime_bridge.genmanip.errors import ActionError, WireError
+from runtime_bridge.genmanip.errors import ActionError, HttpError
 
 JOINT = {"control_type": "joint_position", "action": [0.0] * 9}
 
@@ -211,7 +211,7 @@ def test_hostile_and_oversized_responses_are_refused() -> None:
 
     evil = httpx.MockTransport(lambda r: httpx.Response(200, content=pickle.dumps(Hostile())))
     with GenManipClient("http://sim.test", transport=evil) as client, \
-            pytest.raises(WireError, match=r"builtins\.print"):
+            pytest.raises(HttpError, match=r"builtins\.print"):
         client.reset()
     with client_for(FakeServer(), max_response_bytes=64) as client:
         with pytest.raises(BridgeError, match="over the limit of 64") as info:

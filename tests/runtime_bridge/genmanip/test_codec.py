@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from runtime_bridge.genmanip import codec
-from runtime_bridge.genmanip.errors import WireError
+from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.genmanip.safepickle import safe_loads
 
 DTYPES = ["bool", "uint8", "int16", "int32", "int64", "float16", "float32", "float64"]
@@ -89,7 +89,7 @@ class Hostile:
 ])
 def test_unsafe_or_unreadable_pickles_are_refused(payload: bytes, code: str, status: int,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(WireError) as info:
+    with pytest.raises(HttpError) as info:
         codec.loads(payload)
     assert info.value.code == code and info.value.http_status == status
     assert "this must never run" not in capsys.readouterr().out
@@ -97,16 +97,16 @@ def test_unsafe_or_unreadable_pickles_are_refused(payload: bytes, code: str, sta
 
 
 def test_global_refusal_names_the_global() -> None:
-    with pytest.raises(WireError, match=r"builtins\.print"):
+    with pytest.raises(HttpError, match=r"builtins\.print"):
         safe_loads(pickle.dumps(Hostile(), protocol=5))
 
 
 def test_oversized_bodies_are_refused_before_reading() -> None:
     body = codec.dumps({"a": "x" * 1000})
-    with pytest.raises(WireError, match="over the limit of 100 bytes") as info:
+    with pytest.raises(HttpError, match="over the limit of 100 bytes") as info:
         codec.loads(body, max_bytes=100)
     assert info.value.http_status == 413 and info.value.code == "BODY_TOO_LARGE"
-    with pytest.raises(WireError, match="over the limit"):
+    with pytest.raises(HttpError, match="over the limit"):
         codec.loads_frames(codec.dumps_frames({"a": np.zeros(100)}), max_bytes=100)
 
 
@@ -127,7 +127,7 @@ def bad_array(**overrides: object) -> bytes:
     ({"data": 12}, "expected base64 text"),
 ])
 def test_malformed_array_dicts_name_the_field(overrides: dict[str, object], match: str) -> None:
-    with pytest.raises(WireError, match=match) as info:
+    with pytest.raises(HttpError, match=match) as info:
         codec.loads(bad_array(**overrides))
     assert "['obs']" in str(info.value)
 
@@ -136,19 +136,19 @@ def test_shared_reference_bombs_are_refused() -> None:
     layer: list[object] = ["x"]
     for _ in range(30):  # 2**30 leaves if expanded
         layer = [layer, layer]
-    with pytest.raises(WireError, match="more than"):
+    with pytest.raises(HttpError, match="more than"):
         codec.loads(pickle.dumps(layer, protocol=5))
 
 
 def test_frames_with_a_bad_header_or_index_are_refused() -> None:
     body = codec.dumps_frames({"a": np.zeros(4)})
-    with pytest.raises(WireError, match="frames header"):
+    with pytest.raises(HttpError, match="frames header"):
         codec.loads_frames(b"XXXX" + body[4:])
-    with pytest.raises(WireError, match="truncated"):
+    with pytest.raises(HttpError, match="truncated"):
         codec.loads_frames(body[:-5])
     forged = pickle.dumps({"a": {"type": "numpy_buffer", "dtype": "uint8", "shape": (1,),
                                  "index": 3}}, protocol=5)
-    with pytest.raises(WireError, match="buffer index 3"):
+    with pytest.raises(HttpError, match="buffer index 3"):
         codec.loads(forged)
 
 

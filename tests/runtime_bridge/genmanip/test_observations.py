@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from runtime_bridge.genmanip import codec
-from runtime_bridge.genmanip.errors import WireError
+from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.genmanip.observations import observation_from_wire, observation_to_wire
 
 
@@ -57,12 +57,12 @@ def test_observation_to_wire_round_trips() -> None:
     ({"instruction": 5}, "instruction: expected text"),
 ])
 def test_bad_observations_name_the_field(overrides: dict[str, object], match: str) -> None:
-    with pytest.raises(WireError, match=match):
+    with pytest.raises(HttpError, match=match):
         observation_from_wire(wire_obs(**overrides))
 
 
 def test_missing_keys_are_listed() -> None:
     obs = wire_obs()
     del obs["reset"], obs["timestep"]
-    with pytest.raises(WireError, match="missing timestep, reset"):
+    with pytest.raises(HttpError, match="missing timestep, reset"):
         observation_from_wire(obs)

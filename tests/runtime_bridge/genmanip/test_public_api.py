@@ -10,8 +10,8 @@ import runtime_bridge.sim as sim
 def test_genmanip_exports() -> None:
     assert sorted(genmanip.__all__) == [
         "ActionError", "ControlType", "Embodiment", "GenManipBackend", "GenManipClient",
-        "ServerThread", "ShmConfig", "StepOutcomeUnknown", "Timeouts", "ValidatedAction",
-        "WireError", "WorkerEnv", "WorkerResult", "create_app", "make_backend",
+        "HttpError", "ServerThread", "ShmConfig", "StepOutcomeUnknown", "Timeouts",
+        "ValidatedAction", "WorkerEnv", "WorkerResult", "create_app", "make_backend",
         "observation_from_wire", "observation_to_wire", "validate_action",
     ]
     assert all(hasattr(genmanip, name) for name in genmanip.__all__)

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from runtime_bridge.genmanip.errors import WireError
+from harness_bt.errors import BridgeError
+from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.genmanip.shm import ShmConfig, ShmReader, ShmSessions, clean_stale
 from runtime_bridge.genmanip.shm.segment import HEADER_BYTES, MAGIC, WritableSegment
 from tests.runtime_bridge.genmanip.conftest import SHM_DIR, segments
@@ -90,7 +91,7 @@ def test_views_stay_valid_for_the_ring_then_the_old_descriptor_is_stale(
     s.reader.read(first)  # still the same generation
     s.send(payload(4))  # slot 0 again
     assert (view == 4).all()  # a view follows its slot: that is what the ring bounds
-    with pytest.raises(WireError, match=r"SHM_STALE: .*slot 0 holds generation 8, the "
+    with pytest.raises(HttpError, match=r"SHM_STALE: .*slot 0 holds generation 8, the "
                        r"descriptor names 2") as info:
         s.reader.read(first)
     assert info.value.code == "SHM_STALE"
@@ -108,7 +109,7 @@ def test_a_slot_rewritten_while_it_is_copied_is_refused_as_torn(
         return data
 
     monkeypatch.setattr(ShmReader, "_copy", copy_while_the_server_writes)
-    with pytest.raises(WireError, match=r"SHM_TORN: .*slot 0 holds generation 8, the "
+    with pytest.raises(HttpError, match=r"SHM_TORN: .*slot 0 holds generation 8, the "
                        r"descriptor names 2 while it was copied; the copy is refused"):
         session.reader.read(body)
 
@@ -117,7 +118,7 @@ def test_a_slot_being_written_is_not_read(session: Session) -> None:
     body = session.send(payload(1))
     segment = session.sessions._sessions[session.claim.split(".")[0]].segment
     segment._map[HEADER_BYTES:HEADER_BYTES + 8] = (3).to_bytes(8, "little")  # odd: writing
-    with pytest.raises(WireError, match=r"SHM_STALE: .*generation 3 \(being written\)"):
+    with pytest.raises(HttpError, match=r"SHM_STALE: .*generation 3 \(being written\)"):
         session.reader.read(body)
 
 
@@ -128,7 +129,7 @@ def test_growing_the_slots_makes_older_descriptors_stale_and_newer_ones_readable
     big = session.send(payload(2, side=256))
     assert_same(session.reader.read(big), payload(2, side=256))
     assert len(session.reader.segment) > size_before  # remapped after the server grew it
-    with pytest.raises(WireError, match=r"SHM_STALE: .*layout 2 is not the segment's current "
+    with pytest.raises(HttpError, match=r"SHM_STALE: .*layout 2 is not the segment's current "
                        r"layout 4 \(the slots grew\)"):
         session.reader.read(small)
 
@@ -193,31 +194,31 @@ def test_hostile_descriptors_are_refused_with_a_reason(session: Session, mutate:
                                                        match: str) -> None:
     desc = descriptor(session)
     mutate(desc)
-    with pytest.raises(WireError, match=match) as info:
+    with pytest.raises(HttpError, match=match) as info:
         session.reader.read(pickle.dumps(desc, protocol=5))
     assert info.value.code == code
 
 
 def test_a_descriptor_that_is_not_builtins_is_refused(session: Session) -> None:
-    with pytest.raises(WireError, match=r"refers to the global posix\.system") as info:
+    with pytest.raises(HttpError, match=r"refers to the global posix\.system") as info:
         session.reader.read(pickle.dumps(os.system, protocol=5))
     assert info.value.code == "PICKLE_GLOBAL_REFUSED"
 
 
 def test_a_missing_segment_or_a_symlink_cannot_be_mapped(shm_config: ShmConfig,
                                                          tmp_path: Any) -> None:
-    with pytest.raises(WireError, match=r"SHM_UNAVAILABLE: .*cannot open \(No such file"):
+    with pytest.raises(HttpError, match=r"SHM_UNAVAILABLE: .*cannot open \(No such file"):
         ShmReader(SHM_DIR, f"{shm_config.prefix}-1-gone")
     (tmp_path / "target").write_bytes(MAGIC + bytes(HEADER_BYTES))
     os.symlink(tmp_path / "target", tmp_path / "link")
-    with pytest.raises(WireError, match=r"SHM_UNAVAILABLE: .*cannot open"):
+    with pytest.raises(HttpError, match=r"SHM_UNAVAILABLE: .*cannot open"):
         ShmReader(str(tmp_path), "link")
     for name, content in (("short", b"HBT"), ("empty", b""), ("other", bytes(HEADER_BYTES))):
         (tmp_path / name).write_bytes(content)
-        with pytest.raises(WireError, match=r"smaller than its header|not a harness-bt segment"):
+        with pytest.raises(HttpError, match=r"smaller than its header|not a harness-bt segment"):
             ShmReader(str(tmp_path), name)
     os.mkdir(tmp_path / "dir")
-    with pytest.raises(WireError, match=r"SHM_UNAVAILABLE: .*(not a regular file|cannot open)"):
+    with pytest.raises(HttpError, match=r"SHM_UNAVAILABLE: .*(not a regular file|cannot open)"):
         ShmReader(str(tmp_path), "dir")
 
 
@@ -270,11 +271,11 @@ def test_stale_segments_of_a_dead_process_are_removed_when_a_server_starts(
 
 
 def test_a_prefix_with_a_separator_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"shm prefix 'a-b' must match"):
+    with pytest.raises(BridgeError, match=r"shm prefix 'a-b' must match"):
         ShmConfig(prefix="a-b")
 
 
 def test_arrays_over_the_clients_response_limit_are_refused(session: Session) -> None:
-    with pytest.raises(WireError, match=r"BODY_TOO_LARGE: .*bytes of arrays, over the limit of "
+    with pytest.raises(HttpError, match=r"BODY_TOO_LARGE: .*bytes of arrays, over the limit of "
                        r"1000 bytes"):
         session.reader.read(session.send(payload(1, side=32)), max_bytes=1000)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from runtime_bridge.genmanip.errors import ActionError, WireError
+from runtime_bridge.genmanip.errors import ActionError, HttpError
 from runtime_bridge.sim.env import SimEnv
 from runtime_bridge.sim.robot import HOME
 from runtime_bridge.sim.transforms import quat_angle
@@ -108,6 +108,6 @@ def test_invalid_actions_leave_the_world_untouched(env: SimEnv) -> None:
 
 def test_step_before_reset_says_to_reset(make_env: Callable[..., SimEnv]) -> None:
     fresh = make_env()
-    with pytest.raises(WireError, match="/step before /reset") as info:
+    with pytest.raises(HttpError, match="/step before /reset") as info:
         fresh.step(joints())
     assert info.value.fix and "/reset" in info.value.fix

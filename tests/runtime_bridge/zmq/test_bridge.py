@@ -12,8 +12,6 @@ from harness_bt.runtime.bridge import RuntimeBridge, RuntimeState
 from runtime_bridge.zmq import WireCode, WireError
 from tests.runtime_bridge.executors import STARTS, command
 
-RS = RuntimeState
-
 
 def poll_until(bridge, predicate, timeout_s: float = 5.0):
     seen = []
@@ -36,14 +34,14 @@ def test_dispatch_runs_once_and_reports_every_event_in_order(start_server, make_
     bridge = make_bridge(server.endpoints["bind"])
     assert isinstance(bridge, RuntimeBridge)
     ack = bridge.dispatch(command("d1", "move_to", target=[0.43, 0.0, 0.4], max_step=0.01))
-    assert (ack.accepted, ack.state, ack.duplicate) == (True, RS.PENDING, False)
+    assert (ack.accepted, ack.state, ack.duplicate) == (True, RuntimeState.PENDING, False)
     results = poll_until(bridge, lambda s: any(e.kind is EventKind.CONTROL_DONE
                                                for e in events_of(s, "d1")))
     events = events_of(results, "d1")
     assert [str(e.kind) for e in events] == ["started", *["progress"] * 3, "control_done"]
     assert [e.seq for e in events] == [0, 1, 2, 3, 4]
     again = bridge.dispatch(command("d1", "move_to", target=[0.43, 0.0, 0.4], max_step=0.01))
-    assert (again.accepted, again.state, again.duplicate) == (True, RS.CONTROL_DONE, True)
+    assert (again.accepted, again.state, again.duplicate) == (True, RuntimeState.CONTROL_DONE, True)
     obs = poll_until(bridge, lambda s: s[-1].observations)[-1].observations[-1]
     assert obs.ee_pose.position.tolist() == pytest.approx([0.43, 0.0, 0.4])
     assert STARTS["d1"] == 1
@@ -64,7 +62,7 @@ def test_a_dropped_dispatch_reply_is_resent_with_the_same_id_and_deduplicated(fa
 def test_query_survives_dropped_replies_by_reconnecting(faulty_link):
     _, faults, bridge = faulty_link(timeout_s=0.2, retries=3)
     faults.drop_replies(2)
-    assert bridge.query("never-sent").state is RS.NOT_FOUND
+    assert bridge.query("never-sent").state is RuntimeState.NOT_FOUND
     assert bridge.client.reconnects == 2
 
 
@@ -87,8 +85,8 @@ def test_a_silent_runtime_makes_the_outcome_unknown_and_query_reconciles(faulty_
     notices = bridge.poll().notices
     assert {n.kind for n in notices} == {"runtime_silent"}
     faults.partition(False)
-    poll_until(bridge, lambda s: bridge.query("u1").state is RS.CONTROL_DONE)
-    assert bridge.query("u2").state is RS.NOT_FOUND  # never arrived: safe to send again
+    poll_until(bridge, lambda s: bridge.query("u1").state is RuntimeState.CONTROL_DONE)
+    assert bridge.query("u2").state is RuntimeState.NOT_FOUND  # never arrived: safe to send again
     assert (STARTS["u1"], STARTS["u2"]) == (1, 0)
 
 
@@ -100,12 +98,12 @@ def test_a_lease_not_renewed_makes_the_runtime_hold_by_itself(start_server, faul
     while time.monotonic() < end:  # heartbeats keep it alive past its lease
         bridge.poll()
         time.sleep(0.02)
-    assert bridge.query("ls").state is RS.RUNNING
+    assert bridge.query("ls").state is RuntimeState.RUNNING
     faults.partition(True)  # the harness is cut off: no more heartbeats
     time.sleep(0.5)
     faults.partition(False)
     status = bridge.query("ls")
-    assert (status.state, status.reason) == (RS.STOPPED, "LEASE_EXPIRED")
+    assert (status.state, status.reason) == (RuntimeState.STOPPED, "LEASE_EXPIRED")
     stop = status.events[-1]
     assert stop.data["held"] is True
     # the first control step after the deadline holds; the exact one-period bound is pinned
@@ -123,7 +121,7 @@ def test_a_newer_epoch_fences_the_older_harness(start_server, make_bridge):
     poll_until(old, lambda s: events_of(s, "e1"))  # started
     assert new.dispatch(command("e2", "wait", steps=10_000, epoch=2)).accepted
     late = old.dispatch(command("e3", "wait", epoch=1))
-    assert (late.accepted, late.state) == (False, RS.REJECTED)
+    assert (late.accepted, late.state) == (False, RuntimeState.REJECTED)
     assert late.reason.startswith("STALE_EPOCH: command epoch 1 is older than the runtime's")
     refused = old.cancel("e1")
     assert (refused.accepted, refused.reason) == (
@@ -131,5 +129,5 @@ def test_a_newer_epoch_fences_the_older_harness(start_server, make_bridge):
     fenced = [n for n in old.poll().notices if n.kind == "fenced"]
     assert fenced and fenced[0].data["runtime_epoch"] == 2
     new.follow(["e1"])  # the new controller adopts the old command and stops it
-    assert new.cancel("e1").state is RS.STOPPING
-    poll_until(new, lambda s: new.query("e1").state is RS.STOPPED)
+    assert new.cancel("e1").state is RuntimeState.STOPPING
+    poll_until(new, lambda s: new.query("e1").state is RuntimeState.STOPPED)

@@ -28,7 +28,6 @@ from runtime_bridge.zmq.wire import raise_for_error
 from tests.runtime_bridge.executors import STARTS, STEPPED_ON, command
 from tests.runtime_bridge.zmq.conftest import LOOPBACK
 
-MT = MessageType
 BEAT = 0.05
 
 
@@ -66,7 +65,8 @@ def client(zctx, broker):
     c.close()
 
 
-def call(client: LazyPirateClient, service: str, mtype: MT = MT.REQUEST, **body: object):
+def call(client: LazyPirateClient, service: str, mtype: MessageType = MessageType.REQUEST,
+         **body: object):
     return raise_for_error(client.request(Message(mtype, 0, service, body=body)))
 
 
@@ -86,7 +86,7 @@ def test_requests_go_to_the_named_service_and_pools_never_mix(broker, workers, c
     for i in range(10):
         assert dict(call(client, "perception", n=i).body) == {"who": "perception", "n": i}
         assert dict(call(client, "planner", n=i).body) == {"who": "planner", "n": i}
-    services = dict(call(client, "", MT.SERVICES).body)["services"]
+    services = dict(call(client, "", MessageType.SERVICES).body)["services"]
     assert services["perception"]["workers"] == 2 and services["planner"]["workers"] == 1
 
 
@@ -102,13 +102,13 @@ def test_unknown_service_gets_a_clear_no_such_service_answer(broker, workers, cl
 
 def test_a_silent_worker_is_dropped_and_its_request_reported_lost(broker, raw_socket, client):
     worker = raw_socket(zmq.DEALER, broker.endpoint)
-    worker.send_multipart(encode(Message(MT.W_READY, service="slow")))
+    worker.send_multipart(encode(Message(MessageType.W_READY, service="slow")))
     wait_for(lambda: "slow" in broker.services())
     with pytest.raises(WireError) as info:
         call(client, "slow")  # the worker gets it, says nothing more, and is declared dead
     assert info.value.code == WireCode.WORKER_LOST
     assert "it may or may not have been carried out" in info.value.message
-    assert decode(worker.recv_multipart()[2:]).type is MT.REQUEST
+    assert decode(worker.recv_multipart()[2:]).type is MessageType.REQUEST
     with pytest.raises(WireError) as again:
         call(client, "slow")
     assert (again.value.code, again.value.message) == (
@@ -147,11 +147,11 @@ def test_hostile_frames_get_an_error_reply_and_the_broker_keeps_serving(
         assert sock.poll(2000), "no reply to a bad message"
         reply = sock.recv_multipart()
         error = decode(reply)  # REQ strips the delimiter; the DEALER sent none
-        assert error.type is MT.ERROR
+        assert error.type is MessageType.ERROR
         assert (error.body["code"], text in error.body["message"]) == (code, True)
     wait_for(lambda: "perception" in broker.services())
     good = raw_socket(zmq.REQ, broker.endpoint)
-    good.send_multipart(encode(Message(MT.REQUEST, 5, "perception")))
+    good.send_multipart(encode(Message(MessageType.REQUEST, 5, "perception")))
     assert good.poll(2000) and decode(good.recv_multipart()).body["who"] == "perception"
 
 
@@ -159,7 +159,7 @@ def test_a_frame_past_the_hard_cap_drops_only_that_peer(broker, raw_socket, clie
     huge = raw_socket(zmq.DEALER, broker.endpoint)
     huge.send_multipart([b"x" * (Limits(4096, 65536).hard_cap_bytes + 1)])
     assert not huge.poll(300)
-    assert dict(call(client, "", MT.SERVICES).body) == {"services": {}}
+    assert dict(call(client, "", MessageType.SERVICES).body) == {"services": {}}
 
 
 def test_the_runtime_can_serve_as_a_worker_of_an_external_broker(zctx, broker, tmp_path,
@@ -203,7 +203,8 @@ def test_a_burst_larger_than_one_drain_loses_nothing(zctx, raw_socket):
         dealer = raw_socket(zmq.DEALER, b.endpoint)
         n = 2500  # the broker drains at most 1000 messages between ticks
         for i in range(n):
-            dealer.send_multipart(encode(Message(MT.REQUEST, i + 1, "echo", body={"i": i})))
+            dealer.send_multipart(encode(Message(MessageType.REQUEST, i + 1, "echo",
+                                                 body={"i": i})))
         got = set()
         while len(got) < n and dealer.poll(2000):
             got.add(decode(dealer.recv_multipart()).body["i"])
@@ -316,7 +317,7 @@ def test_inline_needs_a_running_broker_and_a_network_peer_cannot_pose_as_a_calle
         poser.setsockopt(zmq.ROUTING_ID, b"hbt-inline-" + b"\x01" * 16 + b"-0")
         poser.connect(b.endpoint)
         try:
-            poser.send_multipart(encode(Message(MT.REQUEST, 1, "echo", body={"i": 1})))
+            poser.send_multipart(encode(Message(MessageType.REQUEST, 1, "echo", body={"i": 1})))
             assert poser.poll(2000)
             assert decode(poser.recv_multipart()).body == {"i": 1}
         finally:

@@ -15,8 +15,6 @@ from runtime_bridge.testing.fault_proxy import CORRUPTIONS, corrupt
 from runtime_bridge.zmq import Message, MessageType, WireCode, WireError, decode, encode
 from tests.runtime_bridge.executors import STARTS, command
 
-RS = RuntimeState
-
 
 def _frames() -> list[bytes]:
     return [bytes(f) for f in encode(Message(MessageType.QUERY, 3, "manip", "c1", {"a": 1}))]
@@ -49,7 +47,7 @@ def test_a_reordered_dispatch_reply_never_answers_the_resend_and_nothing_runs_tw
     assert bridge.query("r1").command_id == "r1"  # the next reply is this request's own
     assert bridge.client.reconnects == 1
     deadline = time.monotonic() + 5.0
-    while bridge.query("r1").state is not RS.CONTROL_DONE:
+    while bridge.query("r1").state is not RuntimeState.CONTROL_DONE:
         assert time.monotonic() < deadline, "r1 never finished"
         time.sleep(0.02)
     assert STARTS["r1"] == 1
@@ -58,7 +56,7 @@ def test_a_reordered_dispatch_reply_never_answers_the_resend_and_nothing_runs_tw
 def test_a_reply_held_for_less_than_the_timeout_is_just_late(faulty_link):
     _, faults, bridge = faulty_link(timeout_s=2.0, retries=1)
     faults.reorder_replies(1, hold_s=0.05)
-    assert bridge.query("nobody").state is RS.NOT_FOUND
+    assert bridge.query("nobody").state is RuntimeState.NOT_FOUND
     assert (faults.counts.reordered_replies, bridge.client.reconnects) == (1, 0)
 
 
@@ -71,7 +69,7 @@ def test_corrupted_requests_get_error_replies_and_the_server_keeps_serving(fault
             bridge.query("q")
         codes.append(info.value.code)
     assert codes == [WireCode.MALFORMED, WireCode.TRUNCATED, WireCode.OVERSIZED]
-    assert bridge.query("q").state is RS.NOT_FOUND
+    assert bridge.query("q").state is RuntimeState.NOT_FOUND
 
 
 def test_a_corrupted_dispatch_reply_is_an_error_and_the_resend_is_deduplicated(faulty_link):
@@ -84,7 +82,7 @@ def test_a_corrupted_dispatch_reply_is_an_error_and_the_resend_is_deduplicated(f
     again = bridge.dispatch(command("c1", "wait", steps=1))
     assert (again.accepted, again.duplicate) == (True, True)
     deadline = time.monotonic() + 5.0
-    while bridge.query("c1").state is not RS.CONTROL_DONE:
+    while bridge.query("c1").state is not RuntimeState.CONTROL_DONE:
         assert time.monotonic() < deadline, "c1 never finished"
         time.sleep(0.02)
     assert STARTS["c1"] == 1
@@ -119,7 +117,7 @@ def test_fault_rates_are_checked_and_never_pile_up(start_server, make_bridge, pr
     with pytest.raises(WireError, match="NO_REPLY"):
         bridge.query("q")
     faults.set_rates(drop_replies=0.0)  # a rate, not a count: nothing left over
-    assert bridge.query("q").state is RS.NOT_FOUND
+    assert bridge.query("q").state is RuntimeState.NOT_FOUND
     assert faults.counts.dropped_replies == 2
 
 

@@ -18,7 +18,6 @@ from harness_bt.runtime.bridge import RuntimeState
 from runtime_bridge.zmq import WireCode, WireError
 from tests.runtime_bridge.executors import command
 
-RS = RuntimeState
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -81,11 +80,11 @@ def test_killed_runtime_restarts_without_running_anything_twice(runtime, make_br
     assert second["boot_id"] != first["boot_id"]
     resent = bridge.dispatch(long_)
     assert (resent.accepted, resent.state, resent.reason, resent.duplicate) == (
-        True, RS.ABORTED, "RUNTIME_RESTARTED", True)
-    assert bridge.query("short").state is RS.CONTROL_DONE
-    assert bridge.query("while-dead").state is RS.NOT_FOUND  # never arrived: no guessing
+        True, RuntimeState.ABORTED, "RUNTIME_RESTARTED", True)
+    assert bridge.query("short").state is RuntimeState.CONTROL_DONE
+    assert bridge.query("while-dead").state is RuntimeState.NOT_FOUND  # never arrived: no guessing
     status = bridge.query("long")
-    assert (status.state, status.events[-1].seq) == (RS.ABORTED, status.last_seq)
+    assert (status.state, status.events[-1].seq) == (RuntimeState.ABORTED, status.last_seq)
     assert status.last_seq > last_seq
     after = poll_until(bridge, lambda s: any(e.command_id == "long" and
                                              e.kind is EventKind.ABORTED for e in s))

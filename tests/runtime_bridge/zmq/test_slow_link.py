@@ -22,7 +22,6 @@ from runtime_bridge.zmq.telemetry import TopicValue
 from runtime_bridge.zmq.wire import Message, MessageType
 from tests.runtime_bridge.executors import command
 
-MT = MessageType
 LEASE_S = 1.0
 INF = float("inf")
 
@@ -49,20 +48,20 @@ class SlowLink:
         raise WireError(WireCode.NO_REPLY, f"no reply to {msg.type.name}")
 
     def _answer(self, msg: Message) -> dict[str, Any]:
-        if msg.type is MT.HELLO:
+        if msg.type is MessageType.HELLO:
             return {"protocol": 1, "epoch": 0, "boot_id": "b1", "cursor": 0, "lease_s": LEASE_S,
                     "telemetry": ""}
-        if msg.type is MT.HEARTBEAT:
+        if msg.type is MessageType.HEARTBEAT:
             return heartbeat_to_wire(HeartbeatResult(0, True))
-        if msg.type is MT.EVENTS:
+        if msg.type is MessageType.EVENTS:
             events, self.events = self.events, []
             return batch_to_wire(EventBatch("b1", tuple(events), 0))
-        if msg.type is MT.DISPATCH:
+        if msg.type is MessageType.DISPATCH:
             return ack_to_wire(Ack(msg.command_id, True, RuntimeState.PENDING, "ACCEPTED"))
         raise AssertionError(f"unexpected {msg.type.name}")
 
     def beats(self) -> list[float]:
-        return [t for t, mtype, _ in self.sent if mtype is MT.HEARTBEAT]
+        return [t for t, mtype, _ in self.sent if mtype is MessageType.HEARTBEAT]
 
     def close(self) -> None:
         pass
@@ -175,7 +174,7 @@ def test_a_dispatch_rides_out_a_reply_slower_than_timeout_s_under_the_same_id(sl
     link.delay_s = 0.7
     ack = bridge.dispatch(command("d1", "wait", steps=1))
     assert (ack.command_id, ack.accepted) == ("d1", True)
-    assert {cid for _, mtype, cid in link.sent if mtype is MT.DISPATCH} == {"d1"}
+    assert {cid for _, mtype, cid in link.sent if mtype is MessageType.DISPATCH} == {"d1"}
 
 
 def test_a_silent_runtime_still_makes_a_dispatch_outcome_unknown_never_a_new_id(slow):
@@ -186,8 +185,8 @@ def test_a_silent_runtime_still_makes_a_dispatch_outcome_unknown_never_a_new_id(
         bridge.dispatch(command("d1", "wait", steps=1))
     assert info.value.code == WireCode.OUTCOME_UNKNOWN
     assert info.value.details["outcome"] == "unknown"
-    assert [cid for _, mtype, cid in link.sent if mtype is MT.DISPATCH] == ["d1"] * 3
-    sends = [t for t, mtype, _ in link.sent if mtype is MT.DISPATCH] + [clock.monotonic()]
+    assert [cid for _, mtype, cid in link.sent if mtype is MessageType.DISPATCH] == ["d1"] * 3
+    sends = [t for t, mtype, _ in link.sent if mtype is MessageType.DISPATCH] + [clock.monotonic()]
     assert [round(b - a, 3) for a, b in pairwise(sends)] == [0.5, 0.8, 0.8]
 
 

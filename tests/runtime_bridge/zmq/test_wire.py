@@ -23,8 +23,6 @@ from runtime_bridge.zmq.wire import (
     split_envelope,
 )
 
-MT = MessageType
-
 
 def frames_of(msg: Message) -> list[bytes]:
     return [bytes(f) for f in encode(msg)]
@@ -33,27 +31,27 @@ def frames_of(msg: Message) -> list[bytes]:
 def test_round_trip_with_arrays_keeps_every_field():
     rgb = np.arange(24, dtype=np.uint8).reshape(2, 4, 3)
     depth = np.linspace(0, 1, 8, dtype=np.float32).reshape(2, 4)
-    msg = Message(MT.DISPATCH, 7, "manip", "run/0/grasp#1", {"a": [1, 2.5, None]},
+    msg = Message(MessageType.DISPATCH, 7, "manip", "run/0/grasp#1", {"a": [1, 2.5, None]},
                   {"rgb": rgb, "depth": depth})
     out = decode(frames_of(msg))
     assert (out.type, out.request_id, out.service, out.command_id, dict(out.body)) == (
-        MT.DISPATCH, 7, "manip", "run/0/grasp#1", {"a": [1, 2.5, None]})
+        MessageType.DISPATCH, 7, "manip", "run/0/grasp#1", {"a": [1, 2.5, None]})
     np.testing.assert_array_equal(out.arrays["rgb"], rgb)
     np.testing.assert_array_equal(out.arrays["depth"], depth)
     assert out.arrays["rgb"].dtype == np.uint8 and not out.arrays["rgb"].flags.writeable
 
 
 def test_wrapped_messages_carry_the_envelope_and_the_client_message():
-    inner = frames_of(Message(MT.QUERY, 3, "manip", "c1"))
-    out = decode([bytes(f) for f in encode_wrapped(MT.W_REQUEST, 3, "manip",
+    inner = frames_of(Message(MessageType.QUERY, 3, "manip", "c1"))
+    out = decode([bytes(f) for f in encode_wrapped(MessageType.W_REQUEST, 3, "manip",
                                                    [b"\x00id", b""], inner)])
     assert out.route == (b"\x00id", b"") and out.inner is not None
-    assert (out.inner.type, out.inner.command_id) == (MT.QUERY, "c1")
+    assert (out.inner.type, out.inner.command_id) == (MessageType.QUERY, "c1")
     assert decode_route(encode_route([b"a", b""])) == [b"a", b""]
 
 
 def test_envelope_split_recognises_the_req_delimiter():
-    head = frames_of(Message(MT.HELLO))
+    head = frames_of(Message(MessageType.HELLO))
     assert split_envelope([b"id", b"", *head]) == ([b"id", b""], head)
     assert split_envelope([b"id", *head]) == ([b"id"], head)
 
@@ -102,6 +100,6 @@ def test_bad_messages_get_a_clear_error(frames, code, text):
 
 def test_bodies_that_cannot_travel_are_refused_when_encoding():
     with pytest.raises(WireError, match="INVALID_REQUEST: the body cannot travel as JSON"):
-        encode(Message(MT.REQUEST, body={"x": float("nan")}))
+        encode(Message(MessageType.REQUEST, body={"x": float("nan")}))
     with pytest.raises(WireError, match="only bool, int, uint and float travel"):
-        encode(Message(MT.REQUEST, arrays={"o": np.array([object()])}))
+        encode(Message(MessageType.REQUEST, arrays={"o": np.array([object()])}))
