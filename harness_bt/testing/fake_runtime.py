@@ -8,6 +8,15 @@ observation of the scene per poll, stops commands on cancel (after ``stop_delay_
 with ``confirm_stops=False``), and answers ``query`` from its own record, so a harness can
 reconcile what it missed.
 
+It keeps the contract of the real executor host (``runtime_bridge.host.ExecutorHost``), which
+``tests/conformance`` holds both to, with the host's reason codes: a resend returns the original
+answer (``duplicate=True``), and a refusal is remembered, so a resend is refused the same way;
+the same id with other content is refused (``COMMAND_ID_CONFLICT``); once a command of a newer
+control epoch was accepted, an older epoch's is refused (``STALE_EPOCH``); a cancel for an id
+never seen burns it (``CANCELED_BEFORE_RECEIPT``: a late dispatch of it never runs); a cancel for
+a finished command is refused (``ALREADY_FINISHED``); a query for an unknown id answers
+NOT_FOUND (``UNKNOWN_COMMAND``). Event sequence numbers start at 1 per command.
+
 Faults apply to delivery only (the runtime's own record stays complete, as a real runtime's
 would): :meth:`FakeRuntime.drop` loses events, :meth:`FakeRuntime.duplicate` delivers them twice,
 :meth:`FakeRuntime.delay` delivers them late (after later events). Time is the clock's: tests
@@ -111,11 +120,17 @@ class Script:
 
 @dataclass
 class _Exec:
-    command: Command
-    script: Script
+    """The record of one command id. ``command`` is None for a burnt id (cancelled before its
+    dispatch arrived); ``script`` is None for a record that never runs (refused or burnt);
+    ``accepted`` is the original answer to its dispatch."""
+
+    command_id: str
+    command: Command | None
+    script: Script | None
     state: RuntimeState
     accepted_at: float
     start_deadline: float | None
+    accepted: bool = True
     started_at: float | None = None
     next_progress: float | None = None
     stop_at: float | None = None
@@ -156,6 +171,7 @@ class FakeRuntime:
         self.camera = camera
         self.worker_id = worker_id
         self.default = default or Script()
+        self.epoch = 0  # the newest control epoch accepted; older epochs are refused
         self.timestep = 0
         self.closed = False
         self.fail_transport = 0
@@ -228,34 +244,57 @@ class FakeRuntime:
         self.dispatch_calls.append(cid)
         old = self._execs.get(cid)
         if old is not None:
-            return Ack(cid, old.state is not RuntimeState.REJECTED, old.state, old.reason,
-                       duplicate=True)
+            if old.command is not None and old.command.digest != command.digest:
+                return Ack(cid, False, RuntimeState.REJECTED, f"COMMAND_ID_CONFLICT: id {cid!r} "
+                           "is taken by a command of other content; a changed command needs a "
+                           "new id")
+            return Ack(cid, old.accepted, old.state, old.reason, duplicate=True)
+        if command.epoch < self.epoch:
+            return self._refuse(command, now, f"STALE_EPOCH: command epoch {command.epoch} is "
+                                f"older than the runtime's epoch {self.epoch}; a newer "
+                                "controller has taken over")
+        self.epoch = command.epoch
         if start_budget_ms is not None and start_budget_ms <= 0:
-            return Ack(cid, False, RuntimeState.REJECTED, "EXPIRED_COMMAND")
+            return self._refuse(command, now, "EXPIRED_COMMAND")
         queue = self._scripts.get(command.skill)
         script = (queue.pop(0) if len(queue) > 1 else queue[0]) if queue else self.default
         deadline = None if start_budget_ms is None else now + start_budget_ms / 1000.0
-        self._execs[cid] = _Exec(command, script, RuntimeState.PENDING, now, deadline)
+        self._execs[cid] = _Exec(cid, command, script, RuntimeState.PENDING, now, deadline)
         self.received.append(command)
         return Ack(cid, True, RuntimeState.PENDING)
+
+    def _refuse(self, command: Command, now: float, reason: str) -> Ack:
+        """Refuse ``command`` and remember it, so a resend is refused the same way."""
+        cid = command.command_id
+        self._execs[cid] = _Exec(cid, command, None, RuntimeState.REJECTED, now, None,
+                                 accepted=False, reason=reason)
+        return Ack(cid, False, RuntimeState.REJECTED, reason)
 
     def cancel(self, command_id: str) -> Ack:
         self._transport("cancel")
         now = self.clock.monotonic()
         self.cancel_calls.append(command_id)
         ex = self._execs.get(command_id)
-        if ex is None:
-            return Ack(command_id, False, RuntimeState.NOT_FOUND, "NOT_FOUND")
-        if ex.state in (RuntimeState.PENDING, RuntimeState.RUNNING):
-            ex.state = RuntimeState.STOPPING
-            ex.stop_at = now + self.stop_delay_s
-        return Ack(command_id, True, ex.state)
+        if ex is None:  # burn the id: a dispatch of it that arrives later never runs
+            ex = _Exec(command_id, None, None, RuntimeState.STOPPED, now, None, accepted=False,
+                       reason="CANCELED_BEFORE_RECEIPT")
+            self._execs[command_id] = ex
+            self._emit(ex, EventKind.STOPPED.value, ex.reason)
+            return Ack(command_id, True, RuntimeState.STOPPED, ex.reason)
+        if ex.state.finished:
+            return Ack(command_id, False, ex.state, f"ALREADY_FINISHED: {ex.reason}")
+        if ex.state is RuntimeState.STOPPING:
+            return Ack(command_id, True, ex.state, ex.reason, duplicate=True)
+        ex.state = RuntimeState.STOPPING
+        ex.reason = "CANCEL_REQUESTED"
+        ex.stop_at = now + self.stop_delay_s
+        return Ack(command_id, True, ex.state, ex.reason)
 
     def query(self, command_id: str) -> RuntimeStatus:
         self._transport("query")
         ex = self._execs.get(command_id)
         if ex is None:
-            return RuntimeStatus(command_id, RuntimeState.NOT_FOUND)
+            return RuntimeStatus(command_id, RuntimeState.NOT_FOUND, "UNKNOWN_COMMAND")
         return RuntimeStatus(command_id, ex.state, ex.reason, ex.seq, tuple(ex.events))
 
     def poll(self) -> PollResult:
@@ -300,10 +339,10 @@ class FakeRuntime:
     def _emit(self, ex: _Exec, kind: str, reason: str = "", progress: float | None = None
               ) -> None:
         ex.seq += 1
-        ev = CommandEvent(ex.command.command_id, ex.seq, kind, reason=reason, progress=progress,
+        ev = CommandEvent(ex.command_id, ex.seq, kind, reason=reason, progress=progress,
                           timestep=self.timestep)
         ex.events.append(ev)
-        skill = ex.command.skill
+        skill = "" if ex.command is None else ex.command.skill
         for fault in self._faults:
             if fault.matches(skill, kind):
                 fault.times -= 1
@@ -318,11 +357,12 @@ class FakeRuntime:
 
     def _advance(self, ex: _Exec, now: float) -> None:
         sc = ex.script
+        if sc is None or ex.command is None or ex.state.finished:
+            return
         if ex.state is RuntimeState.STOPPING:
             if self.confirm_stops and ex.stop_at is not None and now >= ex.stop_at:
                 ex.state = RuntimeState.STOPPED
-                ex.reason = "STOP_REQUESTED"
-                self._emit(ex, EventKind.STOPPED.value)
+                self._emit(ex, EventKind.STOPPED.value, ex.reason)  # CANCEL_REQUESTED
             return
         if ex.state is RuntimeState.PENDING:
             if sc.outcome == "silent" or now < ex.accepted_at + sc.start_delay_s:
@@ -358,6 +398,7 @@ class FakeRuntime:
             return
         if sc.effect is not None:
             sc.effect(self.scene, ex.command)
-        self.effects.append(ex.command.command_id)
+        self.effects.append(ex.command_id)
         ex.state = RuntimeState.CONTROL_DONE
-        self._emit(ex, EventKind.CONTROL_DONE.value)
+        ex.reason = "CONTROL_DONE"
+        self._emit(ex, EventKind.CONTROL_DONE.value, ex.reason)

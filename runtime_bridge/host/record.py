@@ -54,9 +54,10 @@ class RuntimeRecord:
 
     ``command`` is None for a tombstone (a cancel that arrived before its dispatch: the id is
     burnt and a late dispatch with it never runs). ``accepted`` says whether the original
-    submit was accepted; ``last_seq`` is the last event sequence number handed out, so events
-    issued after a restart continue above it. ``received_wall`` / ``finished_wall`` are wall
-    times (they outlive the process; retention is measured on them).
+    submit was accepted; ``last_seq`` is the last event sequence number handed out (a
+    command's events are numbered from 1; 0: none yet), so events issued after a restart
+    continue above it. ``received_wall`` / ``finished_wall`` are wall times (they outlive the
+    process; retention is measured on them).
     """
 
     command_id: str
@@ -66,7 +67,7 @@ class RuntimeRecord:
     reason: str
     received_wall: float
     finished_wall: float | None = None
-    last_seq: int = -1
+    last_seq: int = 0
     events: list[CommandEvent] = field(default_factory=list)
     _command_json: str | None = field(default=None, repr=False)
 

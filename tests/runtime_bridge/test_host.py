@@ -38,7 +38,7 @@ def test_move_to_runs_to_control_done_with_increasing_seq(make_host, clock, back
     status = host.query("m1")
     assert (status.state, status.reason) == (RuntimeState.CONTROL_DONE, "CONTROL_DONE")
     seqs = [e.seq for r in results for e in r.events]
-    assert seqs == list(range(len(seqs)))
+    assert seqs == list(range(1, len(seqs) + 1))  # a command's events are numbered from 1
     assert [str(e.kind) for e in status.events] == ["started", "progress", "control_done"]
     assert status.last_seq == seqs[-1]
     assert STARTS["m1"] == 1
@@ -75,7 +75,7 @@ def test_expired_start_budget_is_refused_and_the_refusal_is_remembered(make_host
     assert (again.accepted, again.state, again.duplicate) == (False, RuntimeState.REJECTED, True)
     run(host, clock, 2)
     assert STARTS["e1"] == 0
-    assert kinds(host, "e1") == [(0, "rejected", ack.reason)]
+    assert kinds(host, "e1") == [(1, "rejected", ack.reason)]
 
 
 def test_start_budget_running_out_before_the_first_step_rejects(make_host, clock):

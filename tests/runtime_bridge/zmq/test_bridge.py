@@ -39,7 +39,7 @@ def test_dispatch_runs_once_and_reports_every_event_in_order(start_server, make_
                                                for e in events_of(s, "d1")))
     events = events_of(results, "d1")
     assert [str(e.kind) for e in events] == ["started", *["progress"] * 3, "control_done"]
-    assert [e.seq for e in events] == [0, 1, 2, 3, 4]
+    assert [e.seq for e in events] == [1, 2, 3, 4, 5]
     again = bridge.dispatch(command("d1", "move_to", target=[0.43, 0.0, 0.4], max_step=0.01))
     assert (again.accepted, again.state, again.duplicate) == (True, RuntimeState.CONTROL_DONE, True)
     obs = poll_until(bridge, lambda s: s[-1].observations)[-1].observations[-1]
