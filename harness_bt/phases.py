@@ -30,10 +30,10 @@ from statemachine.io import create_machine_class_from_definition
 from harness_bt.budget import TaskBudget
 from harness_bt.context import GuardContext, Outcome, OutcomeKind
 from harness_bt.errors import DefinitionError
-from harness_bt.nodes.base import assign_paths
+from harness_bt.nodes.base import NodeType, assign_paths
 from harness_bt.nodes.registry import NodeRegistry, describe_tree
 from harness_bt.nodes.skill_action import SkillAction
-from harness_bt.plugins import did_you_mean
+from harness_bt.plugins import Registry, did_you_mean
 from harness_bt.spec.problems import Severity
 from harness_bt.spec.source import format_path
 from harness_bt.spec.trees import build_tree
@@ -217,7 +217,7 @@ class Task:
 
     def __init__(self, name: str, phases: Sequence[PhaseSpec], *, initial: str | None = None,
                  budget: TaskBudget | None = None, description: str = "",
-                 version: str = "1", nodes: NodeRegistry | None = None,
+                 version: str = "1", nodes: Registry[NodeType] | None = None,
                  instruction: str = "", blackboard: Mapping[str, Any] | None = None) -> None:
         self.name = name
         self.phases = tuple(phases)
@@ -245,7 +245,7 @@ class Task:
                                   where=f"task {name}") from exc
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, nodes: NodeRegistry | None = None,
+    def from_dict(cls, data: Mapping[str, Any], *, nodes: Registry[NodeType] | None = None,
                   guards: Mapping[str, Callable[[GuardContext], bool]] | None = None) -> Task:
         """Build a task from the neutral dict form (what a YAML / JSON file maps onto)::
 
@@ -416,7 +416,7 @@ class Task:
         spec = self.specs.get(state_id)
         return spec.reason if isinstance(spec, Final) else None
 
-    def build_trees(self, nodes: NodeRegistry | None = None
+    def build_trees(self, nodes: Registry[NodeType] | None = None
                     ) -> dict[str, py_trees.behaviour.Behaviour]:
         """One fresh tree per atomic phase, paths assigned. Every problem is reported at once."""
         registry = nodes if nodes is not None else self.nodes
@@ -443,7 +443,7 @@ class Task:
                                   details={"problems": problems})
         return trees
 
-    def skill_names(self, nodes: NodeRegistry | None = None) -> set[str]:
+    def skill_names(self, nodes: Registry[NodeType] | None = None) -> set[str]:
         """The skills this task's trees command (read from freshly built trees)."""
         return {node.skill_name for root in self.build_trees(nodes).values()
                 for node in root.iterate() if isinstance(node, SkillAction)}

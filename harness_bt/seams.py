@@ -4,7 +4,8 @@ A package that extends harness-bt names its extensions in its own entry-point gr
 :mod:`harness_bt.plugins`) and builds them from these types:
 
 - a **skill** (``harness_bt.skills``): a :class:`SkillContract`, usually a :class:`Skill` with
-  a params model, resources, a :class:`Lifecycle` and :class:`Postcondition` s;
+  a params model, resources, a :class:`Lifecycle`, a check returning :class:`Violation` s and
+  :class:`Postcondition` s;
 - its **executor** (``harness_bt.executors``, runtime side): an :data:`ExecutorFactory`
   building an :class:`Executor` from a :class:`Command`; each control step it sees an
   :class:`Observation` and answers an :class:`ExecutorStep` (:class:`ExecutorStatus`, an
@@ -54,7 +55,14 @@ from harness_bt.runtime.executor import (
     ExecutorStep,
 )
 from harness_bt.runtime.observation import CameraFrame, EePose, Observation
-from harness_bt.skill import CancelBehaviour, Lifecycle, Postcondition, Skill, SkillContract
+from harness_bt.skill import (
+    CancelBehaviour,
+    Lifecycle,
+    Postcondition,
+    Skill,
+    SkillContract,
+    Violation,
+)
 from harness_bt.world import ObjectUpdate, Perception, Pose, WorldView
 
 __all__ = [
@@ -104,5 +112,6 @@ __all__ = [
     "Skill",
     "SkillContract",
     "SystemClock",
+    "Violation",
     "WorldView",
 ]

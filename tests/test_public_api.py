@@ -84,3 +84,29 @@ def test_the_documents_package_loads_its_names_on_first_use() -> None:
         assert "not_a_name" in str(exc)
     else:
         raise AssertionError("an unknown name must raise AttributeError")
+
+
+def test_the_seams_for_plug_in_authors_are_pinned() -> None:
+    import harness_bt.plugins
+    import harness_bt.seams
+
+    assert sorted(harness_bt.seams.__all__) == sorted([
+        "Ack", "ActionPart", "Backend", "BackendFactory", "BridgeError", "BridgeNotice",
+        "CameraFrame", "CancelBehaviour", "Clock", "Command", "CommandError", "CommandEvent",
+        "DefinitionError", "EePose", "EpisodeEnd", "EpisodeRuntime", "EpisodeStart",
+        "EvaluationResult", "Evaluator", "EventKind", "Executor", "ExecutorFactory",
+        "ExecutorStatus", "ExecutorStep", "FakeClock", "Group", "HarnessError", "HarnessNode",
+        "Lifecycle", "NodeManifest", "NodeType", "ObjectUpdate", "Observation", "Perception",
+        "PollResult", "Port", "Pose", "Postcondition", "RunOptions", "RuntimeBridge",
+        "RuntimeFactory", "RuntimeState", "RuntimeStatus", "Skill", "SkillContract",
+        "SystemClock", "Violation", "WorldView",
+    ])
+    assert sorted(harness_bt.plugins.__all__) == [
+        "Group", "Origin", "Registry", "did_you_mean", "load_group", "load_reference"]
+    assert [g.value for g in harness_bt.plugins.Group] == [
+        "harness_bt.skills", "harness_bt.executors", "harness_bt.evaluators",
+        "harness_bt.perception", "harness_bt.nodes", "harness_bt.bridges",
+        "harness_bt.backends", "harness_bt.commands"]
+    for module in (harness_bt.seams, harness_bt.plugins):
+        for name in module.__all__:
+            assert hasattr(module, name), (module.__name__, name)

@@ -83,12 +83,7 @@ def schema(
         text = render_schema(task_schema(NodeRegistry(), SkillRegistry(), library=library))
     else:
         text = render_schema(task_schema(skills=resolve_skills(skills), library=library))
-    if output is None:
-        typer.echo(text, nl=False)
-    else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
-        typer.echo(f"wrote {output}")
+    _write(text, output)
 
 
 def import_xml(
@@ -106,9 +101,14 @@ def import_xml(
 
     spec = import_btcpp(file, tree=tree, name=name, skills=resolve_skills(skills))
     text = dump_yaml(spec, header=f"imported from {file.name} (BehaviorTree.CPP v4)")
+    _write(text, output)
+
+
+def _write(text: str, output: Path | None) -> None:
+    """``text`` to ``output`` (its folder made), or to stdout."""
     if output is None:
         typer.echo(text, nl=False)
-    else:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
-        typer.echo(f"wrote {output}")
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    typer.echo(f"wrote {output}")

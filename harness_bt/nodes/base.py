@@ -14,6 +14,7 @@ from harness_bt.context import Outcome, OutcomeKind, PhaseScope, RunContext
 from harness_bt.errors import DefinitionError
 
 __all__ = [
+    "GatedDecorator",
     "HarnessNode",
     "NodeManifest",
     "NodeType",
@@ -171,3 +172,32 @@ class HarnessNode(py_trees.behaviour.Behaviour):
         self.scope.record(Outcome(kind, reason, self.path, retryable, command_id, details, cause))
         self.feedback_message = f"{kind.value}: {reason}"
         return Status.FAILURE
+
+
+class GatedDecorator(HarnessNode, py_trees.decorators.Decorator):
+    """A decorator that may hold its child back or cut it short before it ticks (on the run's
+    clock: a timeout, a delay, a retry's backoff): :meth:`gate` says so."""
+
+    def gate(self) -> Status | None:
+        """Before the child ticks: a status to return instead of ticking it, or None."""
+        return None
+
+    def tick(self) -> Iterator[py_trees.behaviour.Behaviour]:
+        if self.status != Status.RUNNING:
+            self.initialise()
+        early = self.gate()
+        if early is not None:
+            if early != Status.RUNNING:
+                self.stop(early)
+            self.status = early
+            yield self
+            return
+        yield from self.decorated.tick()
+        new_status = self.update()
+        if new_status != Status.RUNNING:
+            self.stop(new_status)
+        self.status = new_status
+        yield self
+
+    def update(self) -> Status:
+        return self.decorated.status

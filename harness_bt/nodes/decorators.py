@@ -4,7 +4,7 @@ task's budget) and the small pieces of the recovery idiom."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import py_trees
@@ -13,7 +13,7 @@ from py_trees.common import Status
 from harness_bt.budget import Backoff, Exhaustion
 from harness_bt.context import Outcome, OutcomeKind
 from harness_bt.errors import DefinitionError
-from harness_bt.nodes.base import HarnessNode, NodeManifest, Port
+from harness_bt.nodes.base import GatedDecorator, HarnessNode, NodeManifest, Port
 
 __all__ = ["RecoveryDone", "RecoveryGate", "RecoveryGuard", "Retry"]
 
@@ -26,7 +26,7 @@ def _backoff(value: Backoff | Mapping[str, Any] | None) -> Backoff:
     return Backoff(**dict(value))
 
 
-class Retry(HarnessNode, py_trees.decorators.Decorator):
+class Retry(GatedDecorator):
     """Run the child again when it fails, up to ``attempts`` runs in all.
 
     A failure is retried only when its outcome kind is in ``retry_on`` (default: ``failed``) and
@@ -93,21 +93,13 @@ class Retry(HarnessNode, py_trees.decorators.Decorator):
         self.attempt = 1
         self._resume_at = None
 
-    def tick(self) -> Iterator[py_trees.behaviour.Behaviour]:
-        if self.status != Status.RUNNING:
-            self.initialise()
+    def gate(self) -> Status | None:
+        """RUNNING while the backoff before the next attempt lasts."""
         if self._resume_at is not None:
             if self.context.now < self._resume_at:
-                self.status = Status.RUNNING
-                yield self
-                return
+                return Status.RUNNING
             self._resume_at = None
-        yield from self.decorated.tick()
-        new_status = self.update()
-        if new_status != Status.RUNNING:
-            self.stop(new_status)
-        self.status = new_status
-        yield self
+        return None
 
     def update(self) -> Status:
         child = self.decorated.status

@@ -9,7 +9,6 @@ py_trees' own ``Timeout`` reads the wall clock; these read the injected clock
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import py_trees
@@ -17,7 +16,7 @@ from py_trees.common import Status
 
 from harness_bt.context import OutcomeKind
 from harness_bt.errors import DefinitionError
-from harness_bt.nodes.base import HarnessNode, NodeManifest, Port
+from harness_bt.nodes.base import GatedDecorator, HarnessNode, NodeManifest, Port
 
 __all__ = ["Delay", "ForceFailure", "ForceSuccess", "KeepRunningUntilFailure", "Repeat",
            "Timeout"]
@@ -35,35 +34,7 @@ def _seconds(kind: str, name: str, value: Any, *, allow_zero: bool = False) -> f
     return float(value)
 
 
-class _Clocked(HarnessNode, py_trees.decorators.Decorator):
-    """A decorator that may hold its child back or cut it short on the run's clock."""
-
-    def gate(self) -> Status | None:
-        """Before the child ticks: a status to return instead of ticking it, or None."""
-        return None
-
-    def tick(self) -> Iterator[Behaviour]:
-        if self.status != Status.RUNNING:
-            self.initialise()
-        early = self.gate()
-        if early is not None:
-            if early != Status.RUNNING:
-                self.stop(early)
-            self.status = early
-            yield self
-            return
-        yield from self.decorated.tick()
-        new_status = self.update()
-        if new_status != Status.RUNNING:
-            self.stop(new_status)
-        self.status = new_status
-        yield self
-
-    def update(self) -> Status:
-        return self.decorated.status
-
-
-class Timeout(_Clocked):
+class Timeout(GatedDecorator):
     """Cut the child short when it has been running ``seconds`` (BT.CPP ``Timeout``).
 
     - **RUNNING**: the child is running and time is left.
@@ -97,7 +68,7 @@ class Timeout(_Clocked):
         return self.fail(OutcomeKind.FAILED, "TIMEOUT", seconds=self.seconds)
 
 
-class Delay(_Clocked):
+class Delay(GatedDecorator):
     """Wait ``seconds`` before ticking the child the first time (BT.CPP ``Delay``).
 
     - **RUNNING**: waiting, or the child is running.

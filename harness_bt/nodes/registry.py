@@ -12,18 +12,11 @@ import py_trees
 from py_trees.common import ParallelPolicy
 
 from harness_bt.errors import DefinitionError
+from harness_bt.nodes import flow
 from harness_bt.nodes.base import HarnessNode, NodeManifest, NodeType, Port
 from harness_bt.nodes.conditions import Check, Observe, WaitFor
 from harness_bt.nodes.decorators import RecoveryDone, RecoveryGate, RecoveryGuard, Retry
 from harness_bt.nodes.evaluate import Evaluate
-from harness_bt.nodes.flow import (
-    Delay,
-    ForceFailure,
-    ForceSuccess,
-    KeepRunningUntilFailure,
-    Repeat,
-    Timeout,
-)
 from harness_bt.nodes.idioms import act_and_evaluate, recover
 from harness_bt.nodes.skill_action import SkillAction
 from harness_bt.plugins import Group, Origin, Registry
@@ -121,8 +114,8 @@ def builtin_types() -> list[NodeType]:
             writes=("{name}.cmd", "{name}.check.verdict"))),
         _leaf(SkillAction), _leaf(Evaluate), _leaf(Observe), _leaf(Check), _leaf(WaitFor),
         _leaf(Retry), _leaf(RecoveryGate), _leaf(RecoveryGuard), _leaf(RecoveryDone),
-        _leaf(Timeout), _leaf(Delay), _leaf(Repeat), _leaf(ForceSuccess), _leaf(ForceFailure),
-        _leaf(KeepRunningUntilFailure),
+        _leaf(flow.Timeout), _leaf(flow.Delay), _leaf(flow.Repeat), _leaf(flow.ForceSuccess),
+        _leaf(flow.ForceFailure), _leaf(flow.KeepRunningUntilFailure),
     ]
 
 

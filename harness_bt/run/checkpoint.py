@@ -49,10 +49,12 @@ class Checkpointed(Protocol):
 
     context: RunContext
     progress: RunProgress
-    scopes: Mapping[str, PhaseScope]
     chart: Any
     ledger: Ledger
     ticks: int
+
+    @property
+    def scopes(self) -> Mapping[str, PhaseScope]: ...
 
     @property
     def configuration(self) -> tuple[str, ...]: ...

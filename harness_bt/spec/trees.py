@@ -18,7 +18,7 @@ from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, node_tag
 from harness_bt.spec.problems import Problem, Severity
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import Document, format_path
-from harness_bt.spec.validate.nodes import check_nodes, iter_nodes
+from harness_bt.spec.validate.nodes import check_nodes, iter_nodes, node_kwargs
 from harness_bt.spec.validate.structure import check_tree_shape, nonfinite
 
 __all__ = ["build_tree", "check_tree"]
@@ -66,15 +66,5 @@ def _construct(node: Mapping[str, Any], registry: Registry[NodeType]) -> Behavio
     tag = node_tag(node)
     type_name = "skill_action" if tag == SKILL_TAG else str(node["type"])
     nt = registry.get(type_name)
-    kwargs: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in ("type", "name"):
-            continue
-        port = nt.manifest.port(key)
-        if port is not None and port.type == "tree":
-            kwargs[key] = _construct(value, registry)
-        elif port is not None and port.type == "trees":
-            kwargs[key] = [_construct(v, registry) for v in value]
-        else:
-            kwargs[key] = value
+    kwargs = node_kwargs(node, nt, lambda child: _construct(child, registry))
     return nt.factory(name=node["name"], **kwargs)

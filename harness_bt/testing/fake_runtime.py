@@ -8,9 +8,10 @@ observation of the scene per poll, stops commands on cancel (after ``stop_delay_
 with ``confirm_stops=False``), and answers ``query`` from its own record, so a harness can
 reconcile what it missed.
 
-It keeps the contract of the real executor host (``runtime_bridge.host.ExecutorHost``), which
-``tests/conformance`` holds both to, with the host's reason codes: a resend returns the original
-answer (``duplicate=True``), and a refusal is remembered, so a resend is refused the same way;
+It keeps the contract of the real executor host (``runtime_bridge.host.ExecutorHost``; the
+RuntimeBridge conformance suite holds both to it), with the host's reason codes: a resend
+returns the original answer (``duplicate=True``), and a refusal is remembered, so a resend is
+refused the same way;
 the same id with other content is refused (``COMMAND_ID_CONFLICT``); once a command of a newer
 control epoch was accepted, an older epoch's is refused (``STALE_EPOCH``); a cancel for an id
 never seen burns it (``CANCELED_BEFORE_RECEIPT``: a late dispatch of it never runs); a cancel for

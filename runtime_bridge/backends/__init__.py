@@ -37,7 +37,8 @@ def backend_from_spec(spec: str, *, dt: float = 1.0 / 30.0, sim_task: str | None
     if spec.startswith(("http://", "https://")):
         return backend_registry().get("genmanip", where="--backend")(dt=dt, url=spec)
     if ":" in spec:
-        return load_reference(spec, "backend")(dt=dt)  # type: ignore[no-any-return]
+        backend: Backend = load_reference(spec, "backend")(dt=dt)
+        return backend
     factory = backend_registry().get(spec, where="--backend")
     if spec == "sim":
         options = {"task": sim_task, "seed": seed}

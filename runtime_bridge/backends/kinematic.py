@@ -18,6 +18,7 @@ import numpy as np
 from harness_bt.errors import BridgeError
 from harness_bt.runtime.observation import EePose, Observation
 from runtime_bridge.host.merge import ARM_DOF, GRIPPER_DOF, GRIPPER_OPEN
+from runtime_bridge.sim.transforms import quat_mul
 
 __all__ = ["KinematicBackend"]
 
@@ -35,17 +36,6 @@ def _numbers(value: Any, size: int, what: str) -> np.ndarray:
             fix="send a GenManip action for a Franka + Panda hand (GENMANIP_PROTOCOL.md)",
         )
     return arr
-
-
-def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return np.array([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ])
 
 
 class KinematicBackend:
@@ -103,7 +93,7 @@ class KinematicBackend:
             rot = _numbers(body[1], 4, "rotation delta")
             fingers = _numbers(body[2], GRIPPER_DOF, "gripper")
             self.position = self.position + delta
-            q = _qmul(rot, self.quaternion)
+            q = quat_mul(rot, self.quaternion)
             self.quaternion = q / np.linalg.norm(q)
         elif kind == "joint_position":
             values = _numbers(body, ARM_DOF + GRIPPER_DOF, "joint_position action")

@@ -41,22 +41,11 @@ import zmq
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError
 from harness_bt.plugins import did_you_mean
+from runtime_bridge.zmq import wire
 from runtime_bridge.zmq.inline import Answerer, InlineCall, InlineCaller
 from runtime_bridge.zmq.service import Service, serve_one
 from runtime_bridge.zmq.sockets import send_frames
-from runtime_bridge.zmq.wire import (
-    WORKER_TYPES,
-    Limits,
-    Message,
-    MessageType,
-    WireCode,
-    WireError,
-    decode,
-    encode,
-    encode_wrapped,
-    error_reply,
-    split_envelope,
-)
+from runtime_bridge.zmq.wire import WORKER_TYPES, Limits, Message, MessageType, WireCode, WireError
 
 __all__ = ["Broker", "BrokerConfig", "BrokerPlugin"]
 
@@ -269,21 +258,21 @@ class Broker:
         sock.send_multipart([token, b"done"])
 
     def _send(self, sock: zmq.Socket, envelope: list[bytes], msg: Message) -> None:
-        send_frames(sock, [*envelope, *encode(msg)])
+        send_frames(sock, [*envelope, *wire.encode(msg)])
 
     def _error(self, sock: zmq.Socket, envelope: list[bytes], err: WireError,
                request: Message | None = None) -> None:
-        self._send(sock, envelope, error_reply(
+        self._send(sock, envelope, wire.error_reply(
             err.request_id if request is None else request.request_id, err,
             service="" if request is None else request.service,
             command_id="" if request is None else request.command_id))
 
     def _on_message(self, sock: zmq.Socket, raw: list[bytes]) -> None:
-        envelope, frames = split_envelope(raw)
+        envelope, frames = wire.split_envelope(raw)
         if not envelope:
             return
         try:
-            msg = decode(frames, self.config.limits)
+            msg = wire.decode(frames, self.config.limits)
         except WireError as err:
             self._error(sock, envelope, err)
             return
@@ -332,7 +321,7 @@ class Broker:
                 continue
             pending = pool.queue.popleft()
             worker.busy = pending
-            sock.send_multipart([worker.identity, *encode_wrapped(
+            sock.send_multipart([worker.identity, *wire.encode_wrapped(
                 MessageType.W_REQUEST, pending.request.request_id, worker.service, pending.envelope,
                 pending.frames)], copy=False)
 

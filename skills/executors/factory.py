@@ -4,23 +4,15 @@ name (one per skill), and a registry of them for a runtime built in code."""
 from __future__ import annotations
 
 from harness_bt.runtime.executor import ExecutorRegistry
+from skills.executors import skills
 from skills.executors.base import SegmentExecutor
-from skills.executors.skills import (
-    ApproachExecutor,
-    GraspExecutor,
-    HomeExecutor,
-    LiftExecutor,
-    MoveEeToExecutor,
-    PlaceExecutor,
-    ReleaseExecutor,
-)
 
 __all__ = ["EXECUTORS", "executor_registry"]
 
 #: skill name -> executor class (built with a command; GenManip-paced: 1/30 s per step).
 EXECUTORS: dict[str, type[SegmentExecutor]] = {cls.skill: cls for cls in (
-    MoveEeToExecutor, ApproachExecutor, GraspExecutor, LiftExecutor, ReleaseExecutor,
-    PlaceExecutor, HomeExecutor)}
+    skills.MoveEeToExecutor, skills.ApproachExecutor, skills.GraspExecutor, skills.LiftExecutor,
+    skills.ReleaseExecutor, skills.PlaceExecutor, skills.HomeExecutor)}
 
 
 def executor_registry() -> ExecutorRegistry:

@@ -14,6 +14,7 @@ corrections before failing with ``STALLED``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -71,6 +72,38 @@ class Segment:
         return 0.0
 
 
+class _Move(Segment):
+    """What a move toward a goal keeps: the goal, its planned length, and the state of its
+    arrival (arrived, lagging and settle counts, corrections made, the last measurement)."""
+
+    def __init__(self, name: str, goal: np.ndarray, planned: float) -> None:
+        self.name = name
+        self.goal = np.asarray(goal, dtype=float)
+        self._planned = planned
+        self.arrived = False
+        self.lagging = 0
+        self.settle = 0
+        self.corrections = 0
+        self.last_m: np.ndarray | None = None
+
+    def length(self) -> float:
+        return self._planned
+
+    def _settling(self, left: float, still: bool, where: Callable[[], str]
+                  ) -> SegmentStep | None:
+        """Past the commanded goal but not within tolerance: wait until the arm settles, then
+        correct (None: send a correction now), at most ``MAX_CORRECTIONS`` times before the
+        move fails STALLED (``where``: how far from its goal it settled)."""
+        self.settle += 1
+        if self.settle < SETTLE_STEPS or not still:
+            return SegmentStep(None, left)
+        if self.corrections >= MAX_CORRECTIONS:
+            return SegmentStep(None, left, failed=f"STALLED: '{self.name}' settled {where()}")
+        self.corrections += 1
+        self.settle = 0
+        return None
+
+
 def _gripper(width: float | None) -> tuple[float, float] | None:
     if width is None:
         return None
@@ -78,7 +111,7 @@ def _gripper(width: float | None) -> tuple[float, float] | None:
     return (half, half)
 
 
-class CartesianMove(Segment):
+class CartesianMove(_Move):
     """Move the TCP to ``goal`` (orientation ``goal_q``, or the one measured at the start) at
     ``step_m`` metres and ``step_rad`` radians per step; done within ``tolerance_m`` and
     ``tolerance_rad``. ``gripper`` (total finger width) is sent with every step when given.
@@ -89,8 +122,9 @@ class CartesianMove(Segment):
                  step_m: float, step_rad: float = math.radians(3.0), tolerance_m: float = 0.01,
                  tolerance_rad: float = math.radians(3.0), gripper: float | None = None,
                  guard: bool = False, planned_from: np.ndarray | None = None) -> None:
-        self.name = name
-        self.goal = np.asarray(goal, dtype=float)
+        goal = np.asarray(goal, dtype=float)
+        super().__init__(name, goal, 0.0 if planned_from is None else float(
+            np.linalg.norm(goal - np.asarray(planned_from, dtype=float))))
         self.goal_q = None if goal_q is None else qnormalize(goal_q)
         self.step_m = float(step_m)
         self.step_rad = float(step_rad)
@@ -99,19 +133,9 @@ class CartesianMove(Segment):
         self.fingers = _gripper(gripper)
         self.guard = guard
         self.contact = False
-        self._planned = 0.0 if planned_from is None else float(
-            np.linalg.norm(self.goal - np.asarray(planned_from, dtype=float)))
         self.p = np.zeros(3)
         self.q = np.array([1.0, 0.0, 0.0, 0.0])
-        self.arrived = False
-        self.lagging = 0
         self.pressing = 0
-        self.settle = 0
-        self.corrections = 0
-        self.last_m: np.ndarray | None = None
-
-    def length(self) -> float:
-        return self._planned
 
     def start(self, obs: Observation) -> None:
         super().start(obs)
@@ -161,16 +185,12 @@ class CartesianMove(Segment):
         angle = qangle(mq, self.goal_q)
         if left <= self.tolerance_m and angle <= self.tolerance_rad:
             return SegmentStep(None, left, done=True)
-        self.settle += 1
-        if self.settle < SETTLE_STEPS or not still:
-            return SegmentStep(None, left)
-        if self.corrections >= MAX_CORRECTIONS:
-            return SegmentStep(None, left, failed=(
-                f"STALLED: '{self.name}' settled {left:.3f} m and {math.degrees(angle):.1f} deg "
-                f"from its goal {np.round(self.goal, 3).tolist()} after {self.corrections} "
-                "corrections (unreachable, or blocked)"))
-        self.corrections += 1
-        self.settle = 0
+        waiting = self._settling(left, still, lambda: (
+            f"{left:.3f} m and {math.degrees(angle):.1f} deg from its goal "
+            f"{np.round(self.goal, 3).tolist()} after {self.corrections} corrections "
+            "(unreachable, or blocked)"))
+        if waiting is not None:
+            return waiting
         dp = self.goal - m
         n = float(np.linalg.norm(dp))
         if n > 0.03:
@@ -191,27 +211,18 @@ class CartesianMove(Segment):
         return ActionPart("ee_pose", (*(float(v) for v in dp), 1.0, 0.0, 0.0, 0.0), None)
 
 
-class JointMove(Segment):
+class JointMove(_Move):
     """Move the 7 arm joints to ``goal`` at ``step_rad`` per step (the largest joint sets the
     pace), with ``joint_position`` deltas; done within ``tolerance_rad`` on every joint."""
 
     def __init__(self, name: str, goal: np.ndarray, *, step_rad: float, tolerance_rad: float,
                  planned_from: np.ndarray | None = None) -> None:
-        self.name = name
-        self.goal = np.asarray(goal, dtype=float)
+        goal = np.asarray(goal, dtype=float)
+        super().__init__(name, goal, 0.0 if planned_from is None else float(
+            np.max(np.abs(goal - np.asarray(planned_from, dtype=float)[:7]))))
         self.step_rad = float(step_rad)
         self.tolerance_rad = float(tolerance_rad)
-        self._planned = 0.0 if planned_from is None else float(
-            np.max(np.abs(self.goal - np.asarray(planned_from, dtype=float)[:7])))
         self.j = np.zeros(7)
-        self.arrived = False
-        self.lagging = 0
-        self.settle = 0
-        self.corrections = 0
-        self.last_m: np.ndarray | None = None
-
-    def length(self) -> float:
-        return self._planned
 
     def start(self, obs: Observation) -> None:
         super().start(obs)
@@ -238,15 +249,10 @@ class JointMove(Segment):
                                left)
         if left <= self.tolerance_rad:
             return SegmentStep(None, left, done=True)
-        self.settle += 1
-        if self.settle < SETTLE_STEPS or not still:
-            return SegmentStep(None, left)
-        if self.corrections >= MAX_CORRECTIONS:
-            return SegmentStep(None, left, failed=(
-                f"STALLED: '{self.name}' settled {left:.3f} rad from its goal after "
-                f"{self.corrections} corrections"))
-        self.corrections += 1
-        self.settle = 0
+        waiting = self._settling(left, still, lambda: (
+            f"{left:.3f} rad from its goal after {self.corrections} corrections"))
+        if waiting is not None:
+            return waiting
         delta = self.goal - m
         self.j = m + delta
         return SegmentStep(ActionPart("joint_position", tuple(float(v) for v in delta)), left)

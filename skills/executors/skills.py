@@ -9,21 +9,10 @@ import math
 import numpy as np
 
 from harness_bt.runtime.observation import Observation
+from skills import params as skill_params
 from skills.executors.base import SegmentExecutor
 from skills.executors.segments import CartesianMove, Dwell, Fingers, JointMove, Segment
-from skills.params import (
-    ApproachParams,
-    GraspParams,
-    HomeParams,
-    LiftParams,
-    MoveEeToParams,
-    PlaceParams,
-    ReleaseParams,
-    grasp_goal,
-    move_goal,
-    place_goal,
-    pregrasp_goal,
-)
+from skills.params import grasp_goal, move_goal, place_goal, pregrasp_goal
 
 __all__ = [
     "ApproachExecutor",
@@ -53,8 +42,8 @@ class MoveEeToExecutor(SegmentExecutor):
     """``move_ee_to``: one Cartesian move (the fingers keep their target)."""
 
     skill = "move_ee_to"
-    params_model = MoveEeToParams
-    params: MoveEeToParams
+    params_model = skill_params.MoveEeToParams
+    params: skill_params.MoveEeToParams
 
     def plan(self, obs: Observation) -> list[Segment]:
         goal, goal_q = move_goal(self.params)
@@ -69,8 +58,8 @@ class ApproachExecutor(SegmentExecutor):
     below that height, rise first (never sweep low across the table)."""
 
     skill = "approach"
-    params_model = ApproachParams
-    params: ApproachParams
+    params_model = skill_params.ApproachParams
+    params: skill_params.ApproachParams
 
     def plan(self, obs: Observation) -> list[Segment]:
         goal, goal_q = (np.array(v) for v in pregrasp_goal(self.params))
@@ -94,8 +83,8 @@ class GraspExecutor(SegmentExecutor):
     the grasp point, close until the fingers stop, let the grip settle."""
 
     skill = "grasp"
-    params_model = GraspParams
-    params: GraspParams
+    params_model = skill_params.GraspParams
+    params: skill_params.GraspParams
 
     def plan(self, obs: Observation) -> list[Segment]:
         p = self.params
@@ -119,8 +108,8 @@ class LiftExecutor(SegmentExecutor):
     """``lift``: raise the hand by ``height_m`` (the fingers keep squeezing), then hold still."""
 
     skill = "lift"
-    params_model = LiftParams
-    params: LiftParams
+    params_model = skill_params.LiftParams
+    params: skill_params.LiftParams
 
     def plan(self, obs: Observation) -> list[Segment]:
         here = _position(obs)
@@ -134,8 +123,8 @@ class ReleaseExecutor(SegmentExecutor):
     """``release``: open the fingers to ``width_m`` until they stop."""
 
     skill = "release"
-    params_model = ReleaseParams
-    params: ReleaseParams
+    params_model = skill_params.ReleaseParams
+    params: skill_params.ReleaseParams
 
     def plan(self, obs: Observation) -> list[Segment]:
         return [Fingers("open", self.params.width_m, planned_from=_width(obs)), Dwell("settle", 2)]
@@ -147,8 +136,8 @@ class PlaceExecutor(SegmentExecutor):
     back off upwards."""
 
     skill = "place"
-    params_model = PlaceParams
-    params: PlaceParams
+    params_model = skill_params.PlaceParams
+    params: skill_params.PlaceParams
 
     def plan(self, obs: Observation) -> list[Segment]:
         p = self.params
@@ -182,8 +171,8 @@ class HomeExecutor(SegmentExecutor):
     """``home``: the arm to its home joints, in joint space (needs no inverse kinematics)."""
 
     skill = "home"
-    params_model = HomeParams
-    params: HomeParams
+    params_model = skill_params.HomeParams
+    params: skill_params.HomeParams
 
     def plan(self, obs: Observation) -> list[Segment]:
         return [JointMove("home", np.array(self.params.joints),

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(FAULTS)}")
     workload: Workload = dataclasses.replace(PICK_AND_PLACE, harness=args.harness)
     if args.light:
-        from tests.chaos.workload import LIGHT
+        from tests.runtime_bridge.testing.workload import LIGHT
 
         workload = LIGHT
     period_s = 1.0 / workload.control_hz

@@ -1,12 +1,10 @@
-"""Fixtures for runtime tests: fresh hosts on a fake clock, and leak checks (no test may leave a
-thread, a child process or a shared-memory segment behind)."""
+"""Fixtures for runtime tests: a backend, and fresh executor hosts on the test's clock."""
 
 from __future__ import annotations
 
-import os
-import threading
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,32 +18,10 @@ DT = 1.0 / 30.0
 
 
 @pytest.fixture(autouse=True)
-def _no_leaked_threads() -> Iterator[None]:
-    before = set(threading.enumerate())
+def fresh_execution_counts() -> Iterator[None]:
+    """The test executors count their starts per command id: from zero in every test."""
     executors.STARTS.clear()
     yield
-    deadline = time.monotonic() + 5.0
-    while True:
-        extra = [t for t in threading.enumerate() if t not in before and t.is_alive()]
-        if not extra or time.monotonic() > deadline:
-            break
-        time.sleep(0.01)
-    assert not extra, f"the test left threads running: {extra}"
-
-
-@pytest.fixture(autouse=True)
-def _no_leaked_segments() -> Iterator[None]:
-    """A GenManip server of this process unlinks its /dev/shm segments when it stops."""
-    yield
-    mine = f"hbt-{os.getpid()}-"
-    left = [n for n in os.listdir("/dev/shm") if n.startswith(mine)] if os.path.isdir(
-        "/dev/shm") else []
-    assert not left, f"the test left shared-memory segments behind: {left}"
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock(100.0)
 
 
 @pytest.fixture
@@ -54,16 +30,14 @@ def backend() -> KinematicBackend:
 
 
 @pytest.fixture
-def make_host(clock: FakeClock, backend: KinematicBackend, tmp_path):  # type: ignore[no-untyped-def]
-    hosts: list[ExecutorHost] = []
+def make_host(clock: FakeClock, backend: KinematicBackend, tmp_path: Path,
+              closing: Callable[..., Any]) -> Callable[..., ExecutorHost]:
+    """``make_host(journal=True, **HostConfig fields)``: a host over ``backend`` running the
+    test executors, journaling to ``runtime.db`` in the test's directory."""
 
-    def make(*, journal: bool = True, **config: object) -> ExecutorHost:
+    def make(*, journal: bool = True, **config: Any) -> ExecutorHost:
         j = LoggedRuntimeJournal(tmp_path / "runtime.db") if journal else None
-        host = ExecutorHost(backend, executors.factory, journal=j, clock=clock,
-                            config=HostConfig(**config))  # type: ignore[arg-type]
-        hosts.append(host)
-        return host
+        return closing(ExecutorHost(backend, executors.factory, journal=j, clock=clock,
+                                    config=HostConfig(**config)))
 
-    yield make
-    for host in hosts:
-        host.close()
+    return make

@@ -5,14 +5,16 @@ configuration, so this is safe and catches every rule a node type enforces)."""
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import py_trees
 from pydantic import BaseModel, ValidationError
 
 from harness_bt.errors import DefinitionError
+from harness_bt.nodes.base import NodeType
 from harness_bt.plugins import did_you_mean
 from harness_bt.spec.expr import ExprError, compile_expr
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, node_tag
@@ -20,7 +22,7 @@ from harness_bt.spec.problems import Problem
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import DocPath, Document, format_path
 
-__all__ = ["check_nodes", "iter_nodes"]
+__all__ = ["check_nodes", "iter_nodes", "node_kwargs"]
 
 _POSE = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
 _SKILL_TYPES = ("skill_action", "act_and_evaluate")
@@ -199,18 +201,9 @@ class _NodeChecks:
     def construct(self, node: dict[str, Any], path: DocPath, tag: str, label: str) -> None:
         type_name = "skill_action" if tag == SKILL_TAG else tag
         nt = self.registries.nodes.get(type_name)
-        kwargs: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in ("type", "name"):
-                continue
-            port = nt.manifest.port(key)
-            if port is not None and port.type == "tree":
-                kwargs[key] = py_trees.behaviours.Success("placeholder")
-            elif port is not None and port.type == "trees":
-                kwargs[key] = [py_trees.behaviours.Success(f"placeholder{i}")
-                               for i in range(len(value) if isinstance(value, list) else 0)]
-            else:
-                kwargs[key] = value
+        placeholders = itertools.count()
+        kwargs = node_kwargs(node, nt, lambda _: py_trees.behaviours.Success(
+            f"placeholder{next(placeholders)}"))
         try:
             nt.factory(name=node.get("name"), **kwargs)
         except DefinitionError as exc:
@@ -234,6 +227,24 @@ class _NodeChecks:
             sound = self.expressions(node, path, tag, label) and sound
             if sound and len(self.out) == before:
                 self.construct(node, path, tag, label)
+
+
+def node_kwargs(node: Mapping[str, Any], nt: NodeType,
+                child: Callable[[Any], py_trees.behaviour.Behaviour]) -> dict[str, Any]:
+    """The constructor keywords of ``node``: its params as written, each child tree built with
+    ``child``."""
+    kwargs: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("type", "name"):
+            continue
+        port = nt.manifest.port(key)
+        if port is not None and port.type == "tree":
+            kwargs[key] = child(value)
+        elif port is not None and port.type == "trees":
+            kwargs[key] = [child(v) for v in value] if isinstance(value, list) else []
+        else:
+            kwargs[key] = value
+    return kwargs
 
 
 def check_nodes(doc: Document, tree_path: DocPath, registries: Registries) -> list[Problem]:

@@ -84,8 +84,26 @@ def check_prefix(prefix: str) -> str:
     return prefix
 
 
+class _Slots:
+    """What ``slots`` slots of ``stride`` bytes each make."""
+
+    __slots__ = ()
+    slots: int
+    stride: int
+
+    @property
+    def capacity(self) -> int:
+        """Data bytes per slot."""
+        return self.stride - SLOT_HEADER_BYTES
+
+    @property
+    def size(self) -> int:
+        """Bytes of the whole segment."""
+        return HEADER_BYTES + self.slots * self.stride
+
+
 @dataclass(frozen=True, slots=True)
-class Header:
+class Header(_Slots):
     """The segment header as read at one instant."""
 
     slots: int
@@ -96,15 +114,6 @@ class Header:
 
     def slot_start(self, slot: int) -> int:
         return HEADER_BYTES + slot * self.stride
-
-    @property
-    def capacity(self) -> int:
-        """Data bytes per slot."""
-        return self.stride - SLOT_HEADER_BYTES
-
-    @property
-    def size(self) -> int:
-        return HEADER_BYTES + self.slots * self.stride
 
 
 def _read_header(buf: mmap.mmap, where: str) -> Header:
@@ -123,7 +132,7 @@ def _round_up(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
-class WritableSegment:
+class WritableSegment(_Slots):
     """The server's side: creates the file (mode 0600, never an existing one), grows the slots,
     writes them under the seqlock, unlinks the file on :meth:`close`."""
 
@@ -150,14 +159,6 @@ class WritableSegment:
         except BaseException:
             self.close()
             raise
-
-    @property
-    def capacity(self) -> int:
-        return self.stride - SLOT_HEADER_BYTES
-
-    @property
-    def size(self) -> int:
-        return HEADER_BYTES + self.slots * self.stride
 
     @property
     def closed(self) -> bool:

@@ -8,7 +8,7 @@ import os
 import pickle
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -56,18 +56,15 @@ class Counter:
 
 
 @pytest.fixture
-def serve(shm_config: ShmConfig) -> Iterator[Callable[..., ServerThread]]:
-    servers: list[ServerThread] = []
+def serve(shm_config: ShmConfig, closing: Callable[..., Any]) -> Callable[..., ServerThread]:
+    """Servers stopped at teardown; then ``shm_config`` checks that each unlinked every
+    segment it made."""
 
     def start(*, shm: ShmConfig | bool = shm_config, port: int = 0) -> ServerThread:
         server = ServerThread(create_app(lambda wid: Counter(), shm=shm), port=port).start()
-        servers.append(server)
-        return server
+        return closing(server, server.stop)
 
-    yield start
-    for server in servers:
-        server.stop()
-    assert segments(shm_config.prefix) == []  # every segment unlinked when its server stopped
+    return start
 
 
 def run(client: GenManipClient, steps: int) -> list[int]:

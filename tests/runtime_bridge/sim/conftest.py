@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -15,32 +16,25 @@ SMALL_CAMERAS = (parse_camera_spec("front:64x48"), parse_camera_spec("wrist:64x4
 
 
 @pytest.fixture
-def make_env() -> Iterator[Callable[..., SimEnv]]:
-    envs: list[SimEnv] = []
+def make_env(closing: Callable[..., Any]) -> Callable[..., SimEnv]:
+    """``make_env(**SimConfig fields)``: an in-process simulator (no cameras unless given)."""
 
-    def make(**kw: object) -> SimEnv:
+    def make(**kw: Any) -> SimEnv:
         kw.setdefault("cameras", ())
-        env = SimEnv(SimConfig(**kw))  # type: ignore[arg-type]
-        envs.append(env)
-        return env
+        return closing(SimEnv(SimConfig(**kw)))
 
-    yield make
-    for env in envs:
-        env.close()
+    return make
 
 
 @pytest.fixture
-def sim_server() -> Iterator[Callable[..., str]]:
+def sim_server(closing: Callable[..., Any]) -> Callable[..., str]:
     """``sim_server(token=None, **SimConfig fields) -> base URL``; stopped at teardown."""
-    servers: list[ServerThread] = []
 
-    def start(token: str | None = None, max_request_bytes: int = 1 << 20, **kw: object) -> str:
+    def start(token: str | None = None, max_request_bytes: int = 1 << 20, **kw: Any) -> str:
         kw.setdefault("cameras", SMALL_CAMERAS)
-        app = create_sim_app(SimConfig(**kw), token=token,  # type: ignore[arg-type]
-                             max_request_bytes=max_request_bytes)
-        servers.append(ServerThread(app).start())
-        return servers[-1].url
+        app = create_sim_app(SimConfig(**kw), token=token, max_request_bytes=max_request_bytes)
+        server = ServerThread(app).start()
+        closing(server, server.stop)
+        return server.url
 
-    yield start
-    for server in servers:
-        server.stop()
+    return start

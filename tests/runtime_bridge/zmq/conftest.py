@@ -1,10 +1,13 @@
 """ZeroMQ test fixtures in pyzmq's style: a fresh context per test that must terminate (so no
-socket was left open), raw sockets tracked and closed with LINGER 0, random ports."""
+socket was left open), raw sockets closed with LINGER 0, random ports; servers, bridges and
+fault proxies closed at teardown."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 import zmq
@@ -19,83 +22,72 @@ LOOPBACK = "tcp://127.0.0.1"
 
 
 @pytest.fixture
-def zctx() -> Iterator[zmq.Context]:
+def zctx(closing: Callable[..., Any]) -> zmq.Context:
+    """A fresh context, terminated at teardown after everything the test made with it was
+    closed (``closing`` closes the last made first); it must terminate, so no socket was left
+    open."""
     ctx = zmq.Context()
-    yield ctx
-    t = threading.Thread(target=ctx.term, daemon=True)
-    t.start()
-    t.join(5.0)
-    assert not t.is_alive(), "the zmq context did not terminate: a socket was left open"
+
+    def terminate() -> None:
+        t = threading.Thread(target=ctx.term, daemon=True)
+        t.start()
+        t.join(5.0)
+        assert not t.is_alive(), "the zmq context did not terminate: a socket was left open"
+
+    return closing(ctx, terminate)
 
 
 @pytest.fixture
-def raw_socket(zctx: zmq.Context) -> Iterator[Callable[..., zmq.Socket]]:
+def raw_socket(zctx: zmq.Context, closing: Callable[..., Any]) -> Callable[..., zmq.Socket]:
     """Raw sockets for hostile-peer tests; each is closed with LINGER 0 at teardown."""
-    made: list[zmq.Socket] = []
 
     def make(kind: int, connect: str | None = None) -> zmq.Socket:
-        sock = zctx.socket(kind)
+        sock = closing(zctx.socket(kind), lambda: sock.close(0))
         sock.setsockopt(zmq.LINGER, 0)
-        made.append(sock)
         if connect:
             sock.connect(connect)
         return sock
 
-    yield make
-    for sock in made:
-        sock.close(0)
+    return make
 
 
 @pytest.fixture
-def start_server(zctx: zmq.Context, tmp_path) -> Iterator[Callable[..., RuntimeServer]]:
-    servers: list[RuntimeServer] = []
-
+def start_server(zctx: zmq.Context, tmp_path: Path,
+                 closing: Callable[..., Any]) -> Callable[..., RuntimeServer]:
     def start(*, journal: str | None = "runtime.db", lease_s: float | None = 2.0,
-              dt: float = 0.01, **config: object) -> RuntimeServer:
+              dt: float = 0.01, **config: Any) -> RuntimeServer:
         server = RuntimeServer(
             KinematicBackend(dt=dt), executors.factory,
             RuntimeServerConfig(bind=f"{LOOPBACK}:*", telemetry=f"{LOOPBACK}:*",
                                 journal=None if journal is None else str(tmp_path / journal),
-                                host=HostConfig(lease_s=lease_s), **config),  # type: ignore[arg-type]
+                                host=HostConfig(lease_s=lease_s), **config),
             context=zctx)
-        servers.append(server)
+        closing(server, server.stop)
         server.start()
         return server
 
-    yield start
-    for server in servers:
-        server.stop()
+    return start
 
 
 @pytest.fixture
-def make_bridge(zctx: zmq.Context) -> Iterator[Callable[..., ZmqBridge]]:
-    bridges: list[ZmqBridge] = []
+def make_bridge(zctx: zmq.Context, closing: Callable[..., Any]) -> Callable[..., ZmqBridge]:
+    def make(endpoint: str, **config: Any) -> ZmqBridge:
+        return closing(ZmqBridge(ZmqBridgeConfig(endpoint=endpoint, **config), context=zctx))
 
-    def make(endpoint: str, **config: object) -> ZmqBridge:
-        bridge = ZmqBridge(ZmqBridgeConfig(endpoint=endpoint, **config),  # type: ignore[arg-type]
-                           context=zctx)
-        bridges.append(bridge)
-        return bridge
-
-    yield make
-    for bridge in bridges:
-        bridge.close()
+    return make
 
 
 @pytest.fixture
-def proxy(zctx: zmq.Context) -> Iterator[Callable[[str], FaultProxy]]:
+def proxy(zctx: zmq.Context, closing: Callable[..., Any]) -> Callable[[str], FaultProxy]:
     """Start fault proxies in front of an endpoint; each is stopped at teardown."""
-    proxies: list[FaultProxy] = []
 
     def start(upstream: str) -> FaultProxy:
         p = FaultProxy(upstream, context=zctx)
+        closing(p, p.stop)
         p.start()
-        proxies.append(p)
         return p
 
-    yield start
-    for p in proxies:
-        p.stop()
+    return start
 
 
 @pytest.fixture

@@ -32,37 +32,31 @@ BEAT = 0.05
 
 
 @pytest.fixture
-def broker(zctx):
+def broker(zctx, closing):
     b = Broker(BrokerConfig(bind=f"{LOOPBACK}:*", heartbeat_interval_s=BEAT, liveness=3,
                             limits=Limits(max_body_bytes=4096, max_array_bytes=65536)),
                context=zctx)
+    closing(b, b.stop)
     b.start()
-    yield b
-    b.stop()
+    return b
 
 
 @pytest.fixture
-def workers(zctx, broker):
-    started: list[ServiceWorker] = []
-
+def workers(zctx, broker, closing):
     def start(name: str) -> ServiceWorker:
         w = ServiceWorker(FunctionService(name, lambda req: {"who": name, **req.body}),
                           WorkerConfig(broker=broker.endpoint, heartbeat_interval_s=BEAT),
                           context=zctx)
+        closing(w, w.stop)
         w.start()
-        started.append(w)
         return w
 
-    yield start
-    for w in started:
-        w.stop()
+    return start
 
 
 @pytest.fixture
-def client(zctx, broker):
-    c = LazyPirateClient(broker.endpoint, context=zctx, timeout_s=1.0, retries=1)
-    yield c
-    c.close()
+def client(zctx, broker, closing):
+    return closing(LazyPirateClient(broker.endpoint, context=zctx, timeout_s=1.0, retries=1))
 
 
 def call(client: LazyPirateClient, service: str, mtype: MessageType = MessageType.REQUEST,

@@ -2,50 +2,42 @@
 
 from __future__ import annotations
 
-import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness_bt.ledger import EventKind
 from harness_bt.runtime.bridge import RuntimeState
 from runtime_bridge.zmq import WireCode, WireError
+from tests.conftest import Processes, python
 from tests.runtime_bridge.executors import command
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
-def runtime(tmp_path):
-    procs: list[subprocess.Popen[str]] = []
+def runtime(tmp_path: Path, processes: Processes) -> Any:
+    """``runtime(bind=...)``: a ZeroMQ runtime process on the kinematic backend running the test
+    executors, which log every start to a file (``runtime.executions()`` counts them across
+    the process's lives); its ready line, with ``proc``."""
     log = tmp_path / "executions.log"
 
-    def spawn(bind: str = "tcp://127.0.0.1:*") -> dict:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "HBT_EXEC_LOG": str(log)}
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "runtime_bridge.zmq", "serve", "--backend", "kinematic",
-             "--bind", bind, "--telemetry", "tcp://127.0.0.1:*",
-             "--journal", str(tmp_path / "runtime.db"), "--control-hz", "100",
-             "--executors", "tests.runtime_bridge.executors:factory", "--lease-ms", "0"],
-            stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-        procs.append(proc)
-        line = proc.stdout.readline()  # type: ignore[union-attr]
-        assert line, f"the runtime exited with {proc.wait()} before it was ready"
-        return {**json.loads(line), "proc": proc}
+    def spawn(bind: str = "tcp://127.0.0.1:*") -> dict[str, Any]:
+        proc, ready = processes.ready(
+            *python("-m", "runtime_bridge.zmq", "serve", "--backend", "kinematic",
+                    "--bind", bind, "--telemetry", "tcp://127.0.0.1:*",
+                    "--journal", str(tmp_path / "runtime.db"), "--control-hz", "100",
+                    "--executors", "tests.runtime_bridge.executors:factory", "--lease-ms", "0"),
+            env={"HBT_EXEC_LOG": str(log)})
+        return {**ready, "proc": proc}
 
-    spawn.executions = lambda: Counter(log.read_text().split()) if log.exists() else Counter()  # type: ignore[attr-defined]
-    yield spawn
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
-        proc.stdout.close()  # type: ignore[union-attr]
+    def executions() -> Counter[str]:
+        return Counter(log.read_text().split()) if log.exists() else Counter()
+
+    spawn.executions = executions  # type: ignore[attr-defined]
+    return spawn
 
 
 def poll_until(bridge, predicate, timeout_s: float = 10.0):

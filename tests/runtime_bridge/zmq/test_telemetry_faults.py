@@ -4,7 +4,7 @@ delay, duplicate, reorder, silence) is applied and counted; stopping it closes i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 import zmq
@@ -16,24 +16,21 @@ from tests.runtime_bridge.zmq.conftest import LOOPBACK
 
 
 @pytest.fixture
-def link(zctx: zmq.Context, raw_socket) -> Iterator[Callable[..., tuple]]:
+def link(zctx: zmq.Context, raw_socket, closing) -> Callable[..., tuple]:
     """An upstream PUB (this test's thread), a telemetry proxy, and a SUB on the proxy."""
-    proxies: list[TelemetryFaultProxy] = []
 
     def make(*topics: bytes) -> tuple[zmq.Socket, TelemetryFaultProxy, zmq.Socket]:
         pub = raw_socket(zmq.PUB)
         pub.bind(f"{LOOPBACK}:*")
         faults = TelemetryFaultProxy(pub.getsockopt_string(zmq.LAST_ENDPOINT), context=zctx,
                                      seed=3)
-        proxies.append(faults)
+        closing(faults, faults.stop)
         sub = raw_socket(zmq.SUB, faults.start())
         for topic in topics or (b"",):
             sub.setsockopt(zmq.SUBSCRIBE, topic)
         return pub, faults, sub
 
-    yield make
-    for faults in proxies:
-        faults.stop()
+    return make
 
 
 def _connected(pub: zmq.Socket, sub: zmq.Socket) -> None:

@@ -11,7 +11,7 @@ from harness_bt import Backoff, DefinitionError, FakeClock, TaskBudget
 from harness_bt.nodes import Check, Evaluate, Observe, Retry, SkillAction, WaitFor, recover
 from harness_bt.testing import Script
 from harness_bt.testing.example import example_runtime, grasp_effect, slip_effect
-from tests.helpers import last_failure, one_phase, run_to_end, runner_for
+from tests.harness_bt.helpers import last_failure, one_phase, run_to_end, runner_for
 
 
 def seq(*children: py_trees.behaviour.Behaviour) -> py_trees.behaviour.Behaviour:

@@ -17,7 +17,7 @@ from harness_bt.nodes import (
     WaitFor,
 )
 from harness_bt.testing.example import example_runtime
-from tests.helpers import last_failure, one_phase, run_to_end, runner_for, tick_views
+from tests.harness_bt.helpers import last_failure, one_phase, run_to_end, runner_for, tick_views
 
 
 def test_timeout_halts_a_running_command_and_fails_with_its_reason(clock: FakeClock) -> None:

@@ -170,18 +170,6 @@ def zmq_rig() -> Iterator[Rig]:
 RIGS = {"fake": fake_rig, "inproc": inproc_rig, "zmq": zmq_rig}
 
 
-@pytest.fixture(autouse=True)
-def no_thread_left_behind() -> Iterator[None]:
-    """Stricter than the root conftest: daemon threads (the server's) count too."""
-    before = set(threading.enumerate())
-    yield
-    deadline = time.monotonic() + 5.0
-    while (extra := [t for t in threading.enumerate() if t not in before and t.is_alive()]
-           ) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not extra, f"the test left threads running: {extra}"
-
-
 @pytest.fixture(params=list(RIGS))
 def rig(request: pytest.FixtureRequest) -> Iterator[Rig]:
     executors.STARTS.clear()

@@ -7,7 +7,7 @@ import pytest
 
 from harness_bt import DefinitionError, FakeClock, Task
 from harness_bt.testing.example import example_runtime
-from tests.helpers import run_to_end, runner_for
+from tests.harness_bt.helpers import run_to_end, runner_for
 
 DATA = {
     "name": "defaults", "instruction": "wait for the flag", "blackboard": {"flag": True},

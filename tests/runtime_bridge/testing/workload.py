@@ -46,7 +46,7 @@ def light_task() -> tuple[Task, SkillRegistry]:
     return task, skills
 
 
-LIGHT = Workload(task="tests.chaos.workload:light_task", backend="kinematic",
+LIGHT = Workload(task="tests.runtime_bridge.testing.workload:light_task", backend="kinematic",
                  executors="tests.runtime_bridge.executors:factory", control_hz=100.0,
                  lease_ms=500.0, max_time_s=45.0, kill_at=2, settle_s=0.1, tick_s=0.02,
                  ready_timeout_s=30.0)

@@ -6,7 +6,6 @@ runtime's own journal (SQLite), never from the harness's account of it."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import sqlite3
@@ -14,7 +13,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,11 @@ import pytest
 
 from harness_bt.cli import main
 from runtime_bridge.host.journal_log import read_rows
+from tests.conftest import ENV, ROOT, Processes
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
 PICK_CUBE = str(ROOT / "trees" / "pick_cube.yaml")
 PICK_AND_PLACE = str(ROOT / "trees" / "pick_and_place.yaml")
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
 def harness(*args: str) -> list[str]:
@@ -35,37 +33,16 @@ def harness(*args: str) -> list[str]:
 
 
 @pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[str]]]:
-    """Every child process a test starts; each is killed and reaped at teardown."""
-    procs: list[subprocess.Popen[str]] = []
-    yield procs
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(20)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
-
-
-@pytest.fixture
-def runtime(tmp_path: Path, processes: list[subprocess.Popen[str]]
-            ) -> Callable[..., dict[str, Any]]:
+def runtime(tmp_path: Path, processes: Processes) -> Callable[..., dict[str, Any]]:
     """Start ``harness runtime serve --backend sim`` on free loopback ports; returns its
     ready line (``bind``, ``telemetry``, ``journal``). ``options``: more serve options."""
 
     def start(*options: str, lease_ms: int = 30_000) -> dict[str, Any]:
-        proc = subprocess.Popen(
-            harness("runtime", "serve", "--backend", "sim", "--bind", "tcp://127.0.0.1:*",
-                    "--telemetry", "tcp://127.0.0.1:*", "--journal",
-                    str(tmp_path / "runtime.db"), "--lease-ms", str(lease_ms), *options),
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV, cwd=ROOT)
-        processes.append(proc)
-        assert proc.stdout is not None
-        for line in proc.stdout:  # PyBullet prints a line or two before the ready line
-            if line.startswith("{"):
-                return dict(json.loads(line))
-        raise AssertionError(f"the runtime exited with {proc.wait()} before it was ready")
+        _, ready = processes.ready(*harness(
+            "runtime", "serve", "--backend", "sim", "--bind", "tcp://127.0.0.1:*",
+            "--telemetry", "tcp://127.0.0.1:*", "--journal", str(tmp_path / "runtime.db"),
+            "--lease-ms", str(lease_ms), *options))
+        return ready
 
     return start
 
@@ -178,15 +155,13 @@ def test_runtime_options_are_checked_before_anything_runs(
 
 
 def test_harness_killed_mid_command_resumes_and_runs_nothing_twice(
-        runtime: Callable[..., dict[str, Any]], processes: list[subprocess.Popen[str]],
+        runtime: Callable[..., dict[str, Any]], processes: Processes,
         tmp_path: Path) -> None:
     served = runtime()
     journal = tmp_path / "run.db"
-    first = subprocess.Popen(
-        harness("run", PICK_CUBE, "--runtime", served["bind"], "--journal", str(journal),
-                "--trace", str(tmp_path / "run.jsonl"), "--json"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, env=ENV, cwd=ROOT)
-    processes.append(first)
+    first = processes.start(*harness(
+        "run", PICK_CUBE, "--runtime", served["bind"], "--journal", str(journal),
+        "--trace", str(tmp_path / "run.jsonl"), "--json"), stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while not any(r["skill"] == "grasp" and r["state"] == "RUNNING"
                   for r in runtime_records(served["journal"])):
@@ -230,15 +205,13 @@ def test_harness_killed_mid_command_resumes_and_runs_nothing_twice(
 
 
 def test_a_lease_that_runs_out_while_the_harness_is_dead_holds_the_robot_and_resume_recovers(
-        runtime: Callable[..., dict[str, Any]], processes: list[subprocess.Popen[str]],
+        runtime: Callable[..., dict[str, Any]], processes: Processes,
         tmp_path: Path) -> None:
     served = runtime(lease_ms=1000)
     journal = tmp_path / "run.db"
-    first = subprocess.Popen(
-        harness("run", PICK_CUBE, "--runtime", served["bind"], "--journal", str(journal),
-                "--json"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, env=ENV, cwd=ROOT)
-    processes.append(first)
+    first = processes.start(*harness(
+        "run", PICK_CUBE, "--runtime", served["bind"], "--journal", str(journal), "--json"),
+        stdout=subprocess.DEVNULL)
 
     def wait_for(what: Callable[[list[dict[str, Any]]], bool]) -> list[dict[str, Any]]:
         deadline = time.monotonic() + 120

@@ -15,7 +15,7 @@ from harness_bt.testing.example import (
     fetch_cup_task,
     grasp_effect,
 )
-from tests.helpers import run_to_end
+from tests.harness_bt.helpers import run_to_end
 
 CLOSE = "r1/grasp.1/pick/steps/close#1"
 

@@ -21,7 +21,7 @@ from harness_bt.nodes import NodeRegistry, SkillAction, WaitFor
 from harness_bt.spec import build_tree
 from harness_bt.testing import Script
 from harness_bt.testing.example import example_runtime, fetch_cup_task
-from tests.helpers import run_to_end, runner_for, view
+from tests.harness_bt.helpers import run_to_end, runner_for, view
 
 
 def ok(name: str = "ok") -> py_trees.behaviour.Behaviour:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from runtime_bridge.testing.chaos import FAULTS, PICK_AND_PLACE, run_once
-from tests.chaos.workload import LIGHT
+from tests.runtime_bridge.testing.workload import LIGHT
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,7 @@ from harness_bt.spec.registries import Registries
 from harness_bt.spec.schema import BUILTIN_SCHEMA, builtin_schema, render_schema, task_schema
 from harness_bt.spec.validate.structure import check_task
 from harness_bt.testing.example_spec import FETCH_CUP_YAML
-from tests.spec.test_validate import CASES
+from tests.harness_bt.spec.test_validate import CASES
 
 REGISTRIES = Registries(nodes=NodeRegistry(), skills=SkillRegistry())
 VALIDATOR = jsonschema.Draft202012Validator(builtin_schema())

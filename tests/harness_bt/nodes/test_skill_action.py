@@ -10,7 +10,7 @@ from harness_bt.ledger import CommandState
 from harness_bt.nodes import SkillAction, WaitFor
 from harness_bt.testing import Script
 from harness_bt.testing.example import example_runtime
-from tests.helpers import last_failure, one_phase, run_to_end, runner_for
+from tests.harness_bt.helpers import last_failure, one_phase, run_to_end, runner_for
 
 NAV = {"x_m": 1.0, "y_m": 0.0}
 

@@ -15,7 +15,7 @@ from harness_bt.errors import HarnessError
 from harness_bt.spec import load_task
 from harness_bt.trace import TraceReader
 from harness_bt.viz import COLOURS, drawing, frame_at, render
-from tests.spec.test_library_parity import LIBRARY, Entry
+from tests.harness_bt.spec.test_library_parity import LIBRARY, Entry
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -24,7 +24,7 @@ from harness_bt.testing.example import (
     grasp_effect,
     slip_effect,
 )
-from tests.helpers import run_to_end
+from tests.harness_bt.helpers import run_to_end
 
 GOLDEN = Path(__file__).parent / "golden"
 RID = "r1"

@@ -31,7 +31,7 @@ from harness_bt.spec import (
 from harness_bt.testing import example
 from harness_bt.testing.example_spec import FETCH_CUP_YAML, fetch_cup_spec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from runtime_bridge.host.journal_log import SEGMENT_MAGIC, LoggedRuntimeJournal,
 from runtime_bridge.host.record import RuntimeRecord
 from tests.runtime_bridge.executors import command
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def record(cid: str, state: RuntimeState = RuntimeState.PENDING, *,

@@ -17,7 +17,7 @@ from runtime_bridge.genmanip import ServerThread
 from runtime_bridge.sim import FaultRates, SimConfig, create_sim_app, parse_camera_spec
 
 pytestmark = pytest.mark.slow
-TREES = Path(__file__).resolve().parents[2] / "trees"
+TREES = Path(__file__).resolve().parents[3] / "trees"
 CAMERA = parse_camera_spec("front:256x192:fov=40")
 
 
