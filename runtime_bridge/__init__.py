@@ -2,6 +2,6 @@
 PyBullet simulator, the in-process runtime, the ZeroMQ client / server / broker.
 
 :mod:`runtime_bridge.host` is the executor host every runtime shares; its seams are
-:class:`~runtime_bridge.host.Backend` (a robot or simulator) and
+:class:`~harness_bt.runtime.backend.Backend` (a robot or simulator) and
 :data:`~harness_bt.runtime.executor.ExecutorFactory` (the skills' executors).
 """

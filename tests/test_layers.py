@@ -1,5 +1,5 @@
-"""The architecture, pinned (DESIGN.md): dependencies point inward (harness_bt imports neither
-skills nor runtime_bridge, runtime_bridge never imports skills, skills never imports
+"""The architecture, pinned (docs/architecture.md): dependencies point inward (harness_bt
+imports neither skills nor runtime_bridge, runtime_bridge never imports skills, skills never imports
 runtime_bridge); no import cycle anywhere, counting imports inside functions; no module past
 500 lines; the test rigs under runtime_bridge.testing are never imported by the product; and
 nothing on the harness or executor side reads the simulator's ground truth."""

@@ -90,10 +90,17 @@ app.command("run")(_run.run)
 app.command("resume")(_run.resume)
 
 
+_plugins_loaded = False
+
+
 def _load_plugins() -> None:
-    """Add the subcommands of the ``harness_bt.commands`` entry points. A plug-in that fails
-    to load, or takes the name of a built-in command, is refused with a warning: it must not
-    take the whole CLI down."""
+    """Add the subcommands of the ``harness_bt.commands`` entry points (once per process). A
+    plug-in that fails to load, or takes the name of a built-in command, is refused with a
+    warning: it must not take the whole CLI down."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
     commands: Registry[Any] = Registry("subcommand")
     for info in app.registered_commands:
         if info.name:

@@ -1,4 +1,4 @@
-"""Any GenManip server as an executor-host :class:`~runtime_bridge.host.Backend`, through
+"""Any GenManip server as an executor-host :class:`~harness_bt.runtime.backend.Backend`, through
 :class:`~runtime_bridge.genmanip.GenManipClient` (one worker).
 
 ``reset`` creates the worker on first use, then asks for the next episode; ``step`` sends one

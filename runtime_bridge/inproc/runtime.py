@@ -1,7 +1,7 @@
 """The in-process runtime: the harness's bridge to a step-driven GenManip simulator.
 
 It hosts the skills' executors in an :class:`~runtime_bridge.host.ExecutorHost` over a
-:class:`~runtime_bridge.host.Backend` (the built-in simulator in-process, or any GenManip
+:class:`~harness_bt.runtime.backend.Backend` (the built-in simulator in-process, or any GenManip
 server through the GenManip client) and implements :class:`~harness_bt.RuntimeBridge`
 plus the episode protocol of :mod:`harness_bt.runtime.episodes`:
 

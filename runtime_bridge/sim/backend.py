@@ -1,4 +1,4 @@
-"""The built-in simulator as an executor-host :class:`~runtime_bridge.host.Backend`, stepped
+"""The built-in simulator as an executor-host :class:`~harness_bt.runtime.backend.Backend`, stepped
 in-process (no HTTP): what ``harness runtime serve --backend sim`` and ``harness run`` drive.
 
 It speaks GenManip semantics: ``reset`` starts the next episode; an episode ends inside
