@@ -7,6 +7,7 @@ nothing on the harness or executor side reads the simulator's ground truth."""
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,3 +140,27 @@ def test_no_harness_or_executor_code_reads_ground_truth() -> None:
     readers = [str(p.relative_to(ROOT)) for p in paths
                if "ground_truth" in p.read_text() or ".results()" in p.read_text()]
     assert readers == []
+
+
+def test_the_documents_and_the_nodes_import_first_in_any_order() -> None:
+    """The node types evaluate expressions of ``harness_bt.spec`` and a Python-built task is
+    held to its chart rules, while ``harness_bt.spec`` compiles documents into node trees and
+    tasks: each module of either side (and the task itself) imports first, on its own."""
+    names = [*sorted(n for n in modules() if n.startswith(("harness_bt.spec",
+                                                           "harness_bt.nodes"))),
+             "harness_bt.phases"]
+    code = (
+        "import importlib, sys\n"
+        "bad = []\n"
+        f"for name in {names!r}:\n"
+        "    for key in [k for k in sys.modules if k.split('.')[0] in "
+        f"{PACKAGES!r}]:\n"
+        "        del sys.modules[key]\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except Exception as exc:\n"
+        "        bad.append(f'{name}: {exc!r}')\n"
+        "print(bad)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, check=True, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
