@@ -1,6 +1,7 @@
 """The RuntimeBridge contract, held against every runtime the harness talks to.
 
-Each test runs three times, once per implementation of :class:`harness_bt.bridge.RuntimeBridge`:
+Each test runs three times, once per implementation of
+:class:`harness_bt.runtime.bridge.RuntimeBridge`:
 
 - ``fake``: :class:`harness_bt.testing.FakeRuntime` on a :class:`FakeClock`;
 - ``inproc``: :class:`runtime_bridge.inproc.InProcRuntime` over a :class:`KinematicBackend`
