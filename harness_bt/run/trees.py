@@ -5,7 +5,6 @@ holds each change (a ``status`` event per phase and tick that changed any)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import py_trees
 
@@ -19,11 +18,10 @@ Behaviour = py_trees.behaviour.Behaviour
 
 
 class RunTrees:
-    """The trees of a run, by atomic phase id, with each node's path (pre-order)."""
+    """The nodes of a run's trees, by atomic phase id, each with its path (pre-order)."""
 
     def __init__(self, trees: Mapping[str, Behaviour]) -> None:
-        self.roots = dict(trees)
-        self.nodes = {pid: list(iter_nodes(root)) for pid, root in self.roots.items()}
+        self.nodes = {pid: list(iter_nodes(root)) for pid, root in trees.items()}
         self.paths = {pid: [n.harness_path for n in nodes]  # type: ignore[attr-defined]
                       for pid, nodes in self.nodes.items()}
         self._last = {pid: [n.status for n in nodes] for pid, nodes in self.nodes.items()}
@@ -65,9 +63,3 @@ class RunTrees:
                                                                    strict=True) if a is not b}
         self._last[pid] = current
         context.emit("status", phase=pid, changes=changes)
-
-    def __contains__(self, pid: Any) -> bool:
-        return pid in self.roots
-
-    def __getitem__(self, pid: str) -> Behaviour:
-        return self.roots[pid]

@@ -9,6 +9,7 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ from harness_bt.runtime.bridge import RuntimeState, RuntimeStatus
 from harness_bt.runtime.executor import Executor, ExecutorFactory
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.host.batching import JournalBatch
-from runtime_bridge.host.giveway import GiveWay, GiveWayScheduler, _Answering
+from runtime_bridge.host.giveway import GiveWay, GiveWayScheduler
 from runtime_bridge.host.journal import MemoryRuntimeJournal, RuntimeJournal
 from runtime_bridge.host.merge import ActionMerger
 from runtime_bridge.host.record import RuntimeReason, RuntimeRecord
@@ -136,7 +137,7 @@ class HostCore:
             events, nxt, gap = self._batch.events_since(cursor, limit)
             return EventBatch(self.boot_id, events, nxt, gap=gap)
 
-    def answering(self) -> _Answering:
+    def answering(self) -> AbstractContextManager[None]:
         """``with host.answering():`` around the handling of one request, so a step steps
         aside while it is answered (see :mod:`runtime_bridge.host.giveway`)."""
         return self.scheduler.answering()
