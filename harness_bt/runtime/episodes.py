@@ -37,7 +37,10 @@ __all__ = [
 class RunOptions:
     """What ``harness run`` asks of a runtime.
 
-    ``task``: the task's name (the built-in simulator runs its scene of that name).
+    ``task``: the task's name. ``scene``: the simulator scene to run (a registered scene's
+    name or a scene file's path; None: the runtime's default, for the built-in simulator the
+    scene of the task's name when one is registered). ``params``: the task's parameter values
+    (name -> value); a scene that declares a parameter of the same name takes its value.
     ``sim_url``: a GenManip server to drive (None: start the built-in simulator in-process).
     ``episodes`` / ``seed``: how many episodes, from which layout seed. ``faults``: fault rates
     for the built-in simulator (``slip``, ``nudge``, ``occlude``, ``drop``, ``delay``).
@@ -54,6 +57,8 @@ class RunOptions:
     cameras: tuple[str, ...] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     runtime_url: str | None = None
+    scene: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
