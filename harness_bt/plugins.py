@@ -15,6 +15,10 @@ group                       entry-point name  object
 ``harness_bt.backends``     backend name      a :data:`~harness_bt.runtime.backend.
                                               BackendFactory`
 ``harness_bt.commands``     subcommand        a typer app or a function (``harness NAME``)
+``harness_bt.scenes``       scene name        a scene document: a path (``str`` / ``Path``)
+                                              or a zero-argument function returning one
+``harness_bt.predicates``   predicate name    a :class:`~harness_bt.scene.predicates.
+                                              Predicate` for scene success conditions
 ==========================  ================  ===============================================
 
 A package ships its extensions by naming them in its own ``setup.cfg`` (or
@@ -51,6 +55,8 @@ class Group(StrEnum):
     BRIDGES = "harness_bt.bridges"
     BACKENDS = "harness_bt.backends"
     COMMANDS = "harness_bt.commands"
+    SCENES = "harness_bt.scenes"
+    PREDICATES = "harness_bt.predicates"
 
 
 @dataclass(frozen=True, slots=True)

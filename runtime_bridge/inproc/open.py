@@ -66,11 +66,18 @@ def open_runtime(options: RunOptions) -> InProcRuntime:
     from runtime_bridge.sim.backend import SimBackend
     from runtime_bridge.sim.config import SimConfig, parse_camera_spec
 
+    faults = _faults(dict(options.faults))
+    if options.scene is None:
+        raise DefinitionError(
+            "NO_SCENE", f"task {options.task!r} names no scene for the built-in simulator",
+            fix="add 'scene: NAME' to the task (harness scenes lists them), or pass --scene "
+                "NAME_OR_FILE")
     config = SimConfig(
-        tasks=(options.task,), episodes=max(1, int(options.episodes)), seed=int(options.seed),
+        scenes=(options.scene,), params=dict(options.params),
+        episodes=max(1, int(options.episodes)), seed=int(options.seed),
         num_steps=int(extra.get("num_steps", 600)),
         cameras=tuple(parse_camera_spec(c) for c in (options.cameras or DEFAULT_CAMERAS)),
-        faults=_faults(dict(options.faults)),
+        faults=faults,
         success_hold_steps=int(extra.get("success_hold_steps", DEFAULT_HOLD_STEPS)),
         render=str(extra.get("render", "round_robin")),
     )

@@ -163,6 +163,9 @@ class InProcRuntime:
         if ep is None:
             raise BridgeError("NO_EPISODE", "no episode was started",
                               fix="call start_episode() first")
+        if not getattr(self.backend, "judged", True) and not ep.over:
+            max_hold_steps = 0  # nothing to wait for: the simulator judges nothing
+            ep.notes.append("the simulator does not judge this scene (no success condition)")
         while not ep.over and (max_hold_steps is None or ep.held < max_hold_steps):
             ep.held += 1
             self._advance()
@@ -174,7 +177,10 @@ class InProcRuntime:
         self._events()
         notices = [{"kind": n.kind, "worker_id": n.worker_id, **n.data}
                    for n in self._take_notices()]
-        if not ep.over:
+        if not ep.over and not getattr(self.backend, "judged", True):
+            ep.over = True
+            ep.ended_by = "not_judged"
+        elif not ep.over:
             ep.over = True
             ep.ended_by = "not_ended"
             ep.notes.append(f"the simulator had not ended the episode after {ep.held} hold "

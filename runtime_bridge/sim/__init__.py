@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from runtime_bridge.sim.episodes import EpisodeBook
     from runtime_bridge.sim.scripted import ScriptedPicker
     from runtime_bridge.sim.server import create_sim_app
-    from runtime_bridge.sim.tasks import PickAndPlace, PickCube, SimTask, default_tasks
+    from runtime_bridge.sim.scenes import SimScene, load_sim_scenes
 
 _WHERE = {
     "SimBackend": "backend", "make_backend": "backend",
@@ -27,22 +27,20 @@ _WHERE = {
     "EpisodeBook": "episodes",
     "ScriptedPicker": "scripted",
     "create_sim_app": "server",
-    "PickAndPlace": "tasks", "PickCube": "tasks", "SimTask": "tasks", "default_tasks": "tasks",
+    "SimScene": "scenes", "load_sim_scenes": "scenes",
 }
 
 __all__ = [
     "CameraSpec",
     "EpisodeBook",
     "FaultRates",
-    "PickAndPlace",
-    "PickCube",
     "ScriptedPicker",
     "SimBackend",
     "SimConfig",
     "SimEnv",
-    "SimTask",
+    "SimScene",
     "create_sim_app",
-    "default_tasks",
+    "load_sim_scenes",
     "make_backend",
     "parse_camera_spec",
 ]

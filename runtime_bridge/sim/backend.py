@@ -37,6 +37,8 @@ class SimBackend:
         self.num_steps: int | None = self.config.num_steps
         self.done = False
         self.metric: dict[str, float] | None = None
+        #: whether the simulator judges its episodes (every scene has a success condition)
+        self.judged = all(s.judged for s in self.env.scenes.values())
         self.episodes = 0
         self._last_timestep: int | None = None
         self._notices: list[BridgeNotice] = []
@@ -86,23 +88,27 @@ class SimBackend:
 SERVED_CAMERAS = ("front:256x192:fov=40",)
 
 
-def make_backend(dt: float = 1.0 / 30.0, *, task: str = "pick_cube", seed: int = 0,
+def make_backend(dt: float = 1.0 / 30.0, *, scene: str = "pick_cube", seed: int = 0,
                  cameras: Sequence[str] = SERVED_CAMERAS, render: str = "all",
+                 params: Mapping[str, Any] | None = None,
                  config: SimConfig | None = None) -> SimBackend:
     """The ``sim`` backend (``harness_bt.backends`` entry point, ``--backend sim``): a
     built-in simulator stepping ``dt`` seconds per control step. Without ``config`` it stands
-    in for a robot: ``task``'s scene laid out from ``seed``, one episode that does not end on
-    its own, ``cameras`` (camera specs) rendered as ``render`` says. ``config``, when given,
-    replaces all of that (only its ``control_dt`` is set to ``dt``).
+    in for a robot: ``scene`` (a name or a scene file, with ``params``) laid out from ``seed``,
+    one episode that does not end on its own, ``cameras`` (camera specs) rendered as ``render``
+    says. ``config``, when given, replaces all of that (only its ``control_dt`` is set to
+    ``dt``).
 
-    An unknown ``task`` raises :class:`~harness_bt.errors.DefinitionError`
-    ``UNKNOWN_SIM_TASK`` naming the known tasks, before anything is built."""
+    An unknown or faulty scene raises :class:`~harness_bt.errors.DefinitionError`
+    (``UNKNOWN_SCENE`` naming the known scenes, or ``INVALID_SCENE`` with every problem),
+    before anything is built."""
+    from harness_bt.scene import load_scene
     from runtime_bridge.sim.config import parse_camera_spec
-    from runtime_bridge.sim.tasks import default_tasks
 
     if config is None:
-        default_tasks().get(task, where="--sim-task")
-        config = SimConfig(tasks=(task,), seed=seed, num_steps=2**31 - 1,
+        load_scene(scene, params=params)  # refused here, before a world is built
+        config = SimConfig(scenes=(scene,), params=dict(params or {}), seed=seed,
+                           num_steps=2**31 - 1,
                            success_hold_steps=2**31 - 1, control_dt=dt, render=render,
                            cameras=tuple(parse_camera_spec(c) for c in cameras))
     if abs(config.control_dt - dt) > 1e-12:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import typer
 
+from harness_bt.errors import DefinitionError
 from runtime_bridge.sim.config import (
     CAMERA_PRESETS,
     CameraSpec,
@@ -15,7 +17,7 @@ from runtime_bridge.sim.config import (
     parse_camera_spec,
 )
 
-__all__ = ["app"]
+__all__ = ["app", "parse_sets"]
 
 app = typer.Typer(help="The built-in PyBullet Franka simulator (GenManip-compatible).",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -26,6 +28,30 @@ _ARM_MESHES_HELP = ("simple: draw the Panda with its collision meshes (renders t
                     "detailed: with its visual meshes. The physics is the same.")
 
 
+def parse_sets(items: list[str] | None) -> dict[str, object]:
+    """``["target=green_cube", "offset=0,0.1"]`` -> values (numbers and comma-separated vectors
+    read as numbers; the scene checks each against its parameter's type)."""
+    out: dict[str, object] = {}
+    for item in items or []:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise DefinitionError("INVALID_OPTION", f"--set {item!r} is not NAME=VALUE",
+                                  fix="write e.g. --set target=green_cube")
+        out[name.strip()] = _value(text.strip())
+    return out
+
+
+def _value(text: str) -> object:
+    parts = [p.strip() for p in text.strip("[]").split(",")]
+    try:
+        numbers = [float(p) for p in parts]
+    except ValueError:
+        return text
+    if not all(math.isfinite(v) for v in numbers):
+        return text
+    return numbers if ("," in text or text.startswith("[")) else numbers[0]
+
+
 def _cameras(specs: list[str] | None, default: str) -> tuple[CameraSpec, ...]:
     return tuple(parse_camera_spec(s) for s in (specs or [default]))
 
@@ -34,8 +60,11 @@ def _cameras(specs: list[str] | None, default: str) -> tuple[CameraSpec, ...]:
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on (loopback by default)."),
     port: int = typer.Option(8087, help="TCP port (GenManip's default is 8087)."),
-    task: list[str] = typer.Option(["pick_cube"], "--task", help="Task name, repeatable."),
-    episodes: int = typer.Option(10, help="Seeds (episodes) per task."),
+    scene: list[str] = typer.Option(["pick_cube"], "--scene", help="Scene name or scene file, "
+                                    "repeatable (harness scenes lists them)."),
+    set_: list[str] = typer.Option(None, "--set", help="A scene parameter, NAME=VALUE, "
+                                   "repeatable (e.g. target=green_cube)."),
+    episodes: int = typer.Option(10, help="Seeds (episodes) per scene."),
     num_steps: int = typer.Option(600, help="Steps per episode before it times out."),
     seed: int = typer.Option(0, help="First layout seed."),
     camera: list[str] = typer.Option(None, "--camera", help=_CAMERA_HELP),
@@ -48,7 +77,7 @@ def serve(
     fault_delay: float = typer.Option(0.0, help="Per-/step probability: delay the answer."),
     delay_s: float = typer.Option(0.5, help="How long a delayed answer waits (seconds)."),
     success_hold_steps: int = typer.Option(None, help="Steps the success condition must hold "
-                                           "before the episode ends (default: the task's own; "
+                                           "before the episode ends (default: the scene's own; "
                                            "harness runs use 90)."),
     render: str = typer.Option("all", help="all: every camera every step; round_robin: one "
                                "camera per step in turn."),
@@ -62,7 +91,7 @@ def serve(
     from runtime_bridge.sim.server import create_sim_app
 
     config = SimConfig(
-        tasks=tuple(task), episodes=episodes, num_steps=num_steps, seed=seed,
+        scenes=tuple(scene), params=parse_sets(set_), episodes=episodes, num_steps=num_steps, seed=seed,
         cameras=_cameras(camera, "front:640x480"),
         faults=FaultRates(nudge=fault_nudge, slip=fault_slip, occlude=fault_occlude,
                           drop=fault_drop, delay=fault_delay, delay_s=delay_s),
@@ -72,7 +101,7 @@ def serve(
         typer.secho(f"warning: listening on {host} without --token: anyone who can reach the "
                     "port can drive the robot", fg=typer.colors.YELLOW, err=True)
     app_ = create_sim_app(config, token=token, shm=shm)
-    typer.echo(f"harness sim: tasks {', '.join(config.tasks)} x {episodes} seeds, "
+    typer.echo(f"harness sim: scenes {', '.join(config.scenes)} x {episodes} seeds, "
                f"{num_steps} steps, cameras {', '.join(c.name for c in config.cameras)}; "
                f"http://{host}:{port} (docs at /docs, results at /harness/results)")
     uvicorn.run(app_, host=host, port=port, log_level="warning")
@@ -80,13 +109,14 @@ def serve(
 
 @app.command("snapshot")
 def snapshot(
-    task: str = typer.Option("pick_and_place", help="Task whose scene to show."),
+    scene: str = typer.Option("pick_and_place", help="Scene name or scene file to show."),
+    set_: list[str] = typer.Option(None, "--set", help="A scene parameter, NAME=VALUE."),
     seed: int = typer.Option(0, help="Layout seed."),
     camera: list[str] = typer.Option(None, "--camera", help=_CAMERA_HELP),
     out: Path = typer.Option(Path("out/snapshot"), help="Directory for the PNG files."),
     arm_meshes: str = typer.Option("simple", help=_ARM_MESHES_HELP),
 ) -> None:
-    """Write each camera's RGB and depth of a task's first observation as PNG files."""
+    """Write each camera's RGB and depth of a scene's first observation as PNG files."""
     from PIL import Image
 
     from runtime_bridge.sim.env import SimEnv
@@ -94,7 +124,9 @@ def snapshot(
     cams = tuple(parse_camera_spec(s) for s in camera) if camera else (
         CAMERA_PRESETS["front"], CAMERA_PRESETS["wrist"])
     out.mkdir(parents=True, exist_ok=True)
-    with SimEnv(SimConfig(tasks=(task,), seed=seed, cameras=cams, arm_meshes=arm_meshes)) as env:
+    config = SimConfig(scenes=(scene,), params=parse_sets(set_), seed=seed, cameras=cams,
+                       arm_meshes=arm_meshes)
+    with SimEnv(config) as env:
         obs = env.reset()["obs"]
     for name, cam in obs["camera_data"].items():
         rgb_path = out / f"{name}_rgb.png"

@@ -10,7 +10,9 @@ Camera specs are text so the command line can carry them::
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from harness_bt.errors import DefinitionError
 
@@ -150,10 +152,14 @@ ARM_MESHES = ("simple", "detailed")
 
 @dataclass(frozen=True, slots=True)
 class SimConfig:
-    """What one simulator worker runs: tasks x seeds episodes of ``num_steps`` steps each.
+    """What one simulator worker runs: scenes x seeds episodes of ``num_steps`` steps each.
+
+    ``scenes``: scene names (the ``harness_bt.scenes`` entry points) or scene file paths;
+    ``params``: values for the scenes' parameters (``target=green_cube``; a scene takes the
+    ones it declares).
 
     ``success_hold_steps``: when set, an episode counts as a success (and ends) only once the
-    task's success condition has held for that many consecutive steps (instead of the task's
+    scene's success condition has held for that many consecutive steps (instead of the scene's
     own few). A controller that judges its result itself needs that time before the episode
     rolls over; a longer hold only makes the metric stricter.
 
@@ -166,7 +172,8 @@ class SimConfig:
     visual meshes (30 times the triangles, twice the rendering time; the physics is the same).
     """
 
-    tasks: tuple[str, ...] = ("pick_cube",)
+    scenes: tuple[str, ...] = ("pick_cube",)
+    params: Mapping[str, Any] = field(default_factory=dict)
     episodes: int = 1
     num_steps: int = 600
     seed: int = 0
@@ -190,9 +197,10 @@ class SimConfig:
         if self.success_hold_steps is not None and self.success_hold_steps < 1:
             raise DefinitionError("BAD_SIM_CONFIG", f"success_hold_steps="
                                   f"{self.success_hold_steps} must be >= 1 (or None for the "
-                                  "task's own)", fix="use e.g. 90 (3 s)")
-        if not self.tasks:
-            raise DefinitionError("BAD_SIM_CONFIG", "no task given", fix="pass --task pick_cube")
+                                  "scene's own)", fix="use e.g. 90 (3 s)")
+        if not self.scenes:
+            raise DefinitionError("BAD_SIM_CONFIG", "no scene given",
+                                  fix="pass --scene pick_cube (harness scenes lists them)")
         if self.episodes < 1 or self.num_steps < 1 or self.substeps < 1:
             raise DefinitionError("BAD_SIM_CONFIG", f"episodes={self.episodes}, num_steps="
                                   f"{self.num_steps}, substeps={self.substeps} must all be >= 1",

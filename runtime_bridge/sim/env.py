@@ -2,8 +2,8 @@
 
 ``reset()`` and ``step(message)`` return exactly what one worker's entry in a GenManip
 ``/reset`` / ``/step`` response holds: ``{"obs": OBS, "metric": None}`` during the episodes,
-``{"obs": None, "metric": {task: mean_success}}`` once every episode is done. An episode ends
-inside ``step`` when the task's success reaches 1 or after ``num_steps`` steps; that same
+``{"obs": None, "metric": {scene: mean_success}}`` once every episode is done. An episode ends
+inside ``step`` when the scene's success reaches 1 or after ``num_steps`` steps; that same
 answer then carries the next episode's first observation (``reset`` True, ``timestep`` 0).
 
 Ground truth (object poses, what the hand holds) is for tests and benchmarks only:
@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from harness_bt.plugins import Registry
 from runtime_bridge.genmanip.actions import (
     ControlType,
     Embodiment,
@@ -30,7 +29,7 @@ from runtime_bridge.sim.config import SimConfig
 from runtime_bridge.sim.episodes import EpisodeBook, EpisodeSpec
 from runtime_bridge.sim.faults import FaultInjector
 from runtime_bridge.sim.scene import Scene
-from runtime_bridge.sim.tasks import SimTask, TaskProgress, default_tasks
+from runtime_bridge.sim.scenes import Progress, SimScene, load_sim_scenes
 
 __all__ = ["SimEnv"]
 
@@ -39,26 +38,28 @@ class SimEnv:
     """One simulator worker: a PyBullet world stepping through the episodes of ``book``.
 
     Several workers may share one :class:`EpisodeBook` (each then runs the next episode in the
-    queue). ``tasks`` defaults to a fresh registry of the built-in tasks.
+    queue). ``scenes`` (reference -> :class:`SimScene`) defaults to the config's scenes, loaded
+    and checked with its parameters.
     """
 
     embodiment = Embodiment.FRANKA_PANDA
 
     def __init__(self, config: SimConfig | None = None, *, worker_id: str = "0",
-                 book: EpisodeBook | None = None, tasks: Registry[SimTask] | None = None) -> None:
+                 book: EpisodeBook | None = None,
+                 scenes: Mapping[str, SimScene] | None = None) -> None:
         self.config = config or SimConfig()
         self.worker_id = worker_id
-        self.tasks = tasks or default_tasks()
-        for name in self.config.tasks:
-            self.tasks.get(name, where="SimConfig.tasks")
-        self.book = book or EpisodeBook(self.config.tasks, self.config.episodes, self.config.seed)
+        self.scenes = dict(scenes) if scenes is not None else load_sim_scenes(
+            self.config.scenes, self.config.params)
+        self.book = book or EpisodeBook(self.config.scenes, self.config.episodes,
+                                        self.config.seed)
         self.scene = Scene(substeps=self.config.substeps, control_dt=self.config.control_dt,
                            arm_meshes=self.config.arm_meshes)
         self.cameras = CameraRig(self.scene, self.config.cameras)
         self.episode: EpisodeSpec | None = None
-        self.task: SimTask | None = None
+        self.task: SimScene | None = None
         self.timestep = 0
-        self.progress = TaskProgress()
+        self.progress = Progress()
         self.faults: FaultInjector | None = None
         self.done = False
         self._started = False
@@ -89,7 +90,7 @@ class SimEnv:
         self.scene.step()
         self.timestep += 1
         success = self.task.success(self.scene, self.progress)
-        if success >= 1.0 or self.timestep >= self.config.num_steps:
+        if (success is not None and success >= 1.0) or self.timestep >= self.config.num_steps:
             self._record(success)
             return self._start_next()
         return {"obs": self._observe(reset=False), "metric": None}
@@ -107,8 +108,8 @@ class SimEnv:
         tcp_p, tcp_q = self.scene.arm.tcp_pose()
         objects = {n: self.scene.object_state(n).to_dict() for n in self.scene.objects}
         return {
-            "episode": self.episode.index, "task": self.task.name, "seed": self.episode.seed,
-            "target": self.task.target, "timestep": self.timestep, "done": self.done,
+            "episode": self.episode.index, "scene": self.task.name, "seed": self.episode.seed,
+            "target": self.task.target, "judged": self.task.judged, "timestep": self.timestep, "done": self.done,
             "objects": objects,
             "held": [n for n, o in objects.items() if o["held_by"]],
             "start_positions": {n: p.tolist() for n, p in self.scene.start.items()},
@@ -139,11 +140,11 @@ class SimEnv:
             self.done = True
             return self._final()
         self.episode = spec
-        self.task = self.tasks.get(spec.task)
+        self.task = self.scenes[spec.task]
         rng = np.random.default_rng([spec.seed, spec.index])
-        self.scene.load(self.task.layout(rng))
+        self.scene.load(self.task.layout(rng), self.task.objects)
         self.timestep = 0
-        self.progress = TaskProgress(hold_steps=self.config.success_hold_steps)
+        self.progress = Progress(hold_steps=self.config.success_hold_steps)
         self.faults = FaultInjector(self.config.faults,
                                     np.random.default_rng([spec.seed, spec.index, 0xFA17]),
                                     self.task.target)
@@ -153,12 +154,15 @@ class SimEnv:
     def _final(self) -> dict[str, Any]:
         return {"obs": None, "metric": self.book.final_metric()}
 
-    def _record(self, success: float) -> None:
+    def _record(self, success: float | None) -> None:
         assert self.episode is not None and self.task is not None and self.faults is not None
         self.book.record({
             "index": self.episode.index, "task": self.task.name, "seed": self.episode.seed,
-            "worker_id": self.worker_id, "success": float(success), "steps": self.timestep,
-            "ended": "success" if success >= 1.0 else "timeout",
+            "worker_id": self.worker_id,
+            "success": None if success is None else float(success), "steps": self.timestep,
+            "ended": "not_judged" if success is None else
+                     "success" if success >= 1.0 else "timeout",
+            "evidence": dict(self.progress.info),
             "faults": list(self.faults.fired), "ik_failures": self.scene.arm.ik_failures,
             "final_ground_truth": self.ground_truth()["objects"],
         })

@@ -1,4 +1,4 @@
-"""The episode queue (tasks x seeds) and the per-episode results, shared by all workers of one
+"""The episode queue (scenes x seeds) and the per-episode results, shared by all workers of one
 simulator, as upstream GenManip distributes its episodes."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ __all__ = ["EpisodeBook", "EpisodeSpec"]
 
 @dataclass(frozen=True, slots=True)
 class EpisodeSpec:
-    """One episode to run: its position in the queue, the task and the layout seed."""
+    """One episode to run: its position in the queue, the scene (``task``, as GenManip names
+    it) and the layout seed."""
 
     index: int
     task: str
@@ -20,10 +21,11 @@ class EpisodeSpec:
 
 
 class EpisodeBook:
-    """Hands out episodes in order (every task, then every seed) and keeps their results.
+    """Hands out episodes in order (every scene, then every seed) and keeps their results.
 
-    ``final_metric()`` is ``{task: mean success}`` over the recorded episodes, the dict GenManip
-    sends with ``{"obs": None}`` when the queue is empty.
+    ``final_metric()`` is ``{scene: mean success}`` over the recorded episodes, the dict
+    GenManip sends with ``{"obs": None}`` when the queue is empty; a scene whose episodes are
+    not judged (no success condition) is left out of it.
     """
 
     def __init__(self, tasks: tuple[str, ...], episodes: int, base_seed: int = 0) -> None:
@@ -69,6 +71,8 @@ class EpisodeBook:
         with self._lock:
             out: dict[str, float] = {}
             for task in self.tasks:
-                values = [r["success"] for r in self._results if r["task"] == task]
-                out[task] = float(sum(values) / len(values)) if values else 0.0
+                rows = [r for r in self._results if r["task"] == task]
+                values = [r["success"] for r in rows if r["success"] is not None]
+                if values or not rows:
+                    out[task] = float(sum(values) / len(values)) if values else 0.0
             return out

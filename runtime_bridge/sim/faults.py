@@ -4,6 +4,9 @@
   push the target 3-5 cm sideways, once per episode with probability ``rates.nudge``.
 * **slip**: while the target is carried (held, lifted >= 1 cm), the fingers go limp and the
   target loses its friction for 8 steps, once per episode with probability ``rates.slip``.
+
+The target is the scene's ``target`` parameter; a scene without one has every movable object
+as a target (the first one approached is nudged, the first one carried slips).
 * **occlude**: each step, with probability ``rates.occlude``, cover a large part of one camera's
   image (dark pixels, depth a few cm from the lens) for ``rates.occlude_steps`` steps.
 * **drop** / **delay**: per ``/step`` decisions for the HTTP server (:class:`TransportFaults`).
@@ -32,38 +35,48 @@ class FaultInjector:
 
     rates: FaultRates
     rng: np.random.Generator
-    target: str
+    target: str | None
     fired: list[dict[str, Any]] = field(default_factory=list)
     _nudge_decided: bool = False
     _slip_decided: bool = False
     _slip_left: int = 0
+    _slipping: str | None = None
     _occlusion: tuple[str, tuple[int, int, int, int], int] | None = None
 
     def before_physics(self, scene: Scene, step: int) -> None:
         """Decide and apply nudge / slip for this step (called after the action, before physics)."""
-        if self.target not in scene.objects:
+        candidates = [self.target] if self.target is not None else \
+            [n for n in scene.objects if scene.movable(n)]
+        candidates = [n for n in candidates if n in scene.objects]
+        if not candidates:
             return
-        if self.rates.nudge and not self._nudge_decided and self._approaching(scene):
+        approached = next((n for n in candidates if self._approaching(scene, n)), None)
+        if self.rates.nudge and not self._nudge_decided and approached is not None:
             self._nudge_decided = True
             if self.rng.random() < self.rates.nudge:
                 angle = float(self.rng.uniform(0, 2 * np.pi))
                 dist = float(self.rng.uniform(0.03, 0.05))
-                pos = scene.position(self.target)
+                pos = scene.position(approached)
                 x, y = pos[0] + dist * np.cos(angle), pos[1] + dist * np.sin(angle)
-                scene.set_object_xy(self.target, x, y)
-                self.fired.append({"step": step, "kind": "nudge",
+                scene.set_object_xy(approached, x, y)
+                self.fired.append({"step": step, "kind": "nudge", "object": approached,
                                    "offset_m": [round(dist * np.cos(angle), 4),
                                                 round(dist * np.sin(angle), 4)]})
         if self._slip_left:
             self._slip_left -= 1
-            if not self._slip_left:
-                scene.set_slippery(self.target, False)
-        elif self.rates.slip and not self._slip_decided and self._carried(scene):
+            if not self._slip_left and self._slipping is not None:
+                scene.set_slippery(self._slipping, False)
+                self._slipping = None
+            return
+        carried = next((n for n in candidates if self._carried(scene, n)), None)
+        if self.rates.slip and not self._slip_decided and carried is not None:
             self._slip_decided = True
             if self.rng.random() < self.rates.slip:
-                scene.set_slippery(self.target, True)
+                scene.set_slippery(carried, True)
+                self._slipping = carried
                 self._slip_left = SLIP_STEPS
-                self.fired.append({"step": step, "kind": "slip", "steps": SLIP_STEPS})
+                self.fired.append({"step": step, "kind": "slip", "object": carried,
+                                   "steps": SLIP_STEPS})
 
     def occlusions(self, specs: tuple[CameraSpec, ...], step: int
                    ) -> dict[str, tuple[int, int, int, int]]:
@@ -87,20 +100,23 @@ class FaultInjector:
         return {}
 
     def end(self, scene: Scene) -> None:
-        if self._slip_left and self.target in scene.objects:
-            scene.set_slippery(self.target, False)
+        if self._slip_left and self._slipping in scene.objects:
+            scene.set_slippery(self._slipping, False)
         self._slip_left = 0
+        self._slipping = None
 
-    def _approaching(self, scene: Scene) -> bool:
+    @staticmethod
+    def _approaching(scene: Scene, name: str) -> bool:
         tcp = scene.arm.tcp_pose()[0]
-        obj = scene.position(self.target)
+        obj = scene.position(name)
         dz = tcp[2] - obj[2]
         return bool(np.hypot(tcp[0] - obj[0], tcp[1] - obj[1]) < 0.05 and 0.02 < dz < 0.12
-                    and not any(scene.finger_contacts(self.target)))
+                    and not any(scene.finger_contacts(name)))
 
-    def _carried(self, scene: Scene) -> bool:
-        lifted = scene.position(self.target)[2] - scene.start[self.target][2]
-        return bool(lifted > 0.01 and scene.held(self.target))
+    @staticmethod
+    def _carried(scene: Scene, name: str) -> bool:
+        lifted = scene.position(name)[2] - scene.start[name][2]
+        return bool(lifted > 0.01 and scene.held(name))
 
 
 class TransportFaults:

@@ -1,13 +1,17 @@
-"""The physical world: a table, the Panda, and objects placed from a seed.
+"""The physical world: a table, the Panda, and the objects of a scene laid out from a seed.
 
 Units are metres, kilograms, seconds; the table top is the plane z = 0 and the robot base
-stands on it at the origin, facing +x. Objects: 4 cm cubes (red, green, blue: fit the Panda
-hand, high friction), a tray (``pybullet_data`` ``tray/traybox.urdf`` scaled down), and a
-LEGO brick from ``pybullet_data`` as a distractor.
+stands on it at the origin, facing +x. Objects are built from a scene document's
+:class:`~harness_bt.scene.model.ObjectSpec`: boxes and cylinders (solid, high friction),
+trays (``pybullet_data``'s ``tray/traybox.urdf`` scaled to the size), bowls (a floor and a ring
+of wall segments), or any ``pybullet_data`` model (``urdf``). :class:`Scene` is also the
+:class:`~harness_bt.scene.predicates.SceneState` that success conditions are evaluated on.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,25 +19,33 @@ import pybullet as pb
 import pybullet_data
 from pybullet_utils.bullet_client import BulletClient
 
-from harness_bt.errors import DefinitionError
+from harness_bt.scene.model import COLOURS, ObjectSpec
+from harness_bt.scene.predicates import Cavity
 from runtime_bridge.sim.robot import FINGER_FORCE, FINGER_JOINTS, PandaArm
 from runtime_bridge.sim.transforms import xyzw_to_wxyz
 
-__all__ = ["CUBE_HALF", "TRAY_HALF", "ObjectState", "Scene", "SceneLayout"]
+__all__ = ["CUBE_HALF", "ObjectState", "Scene", "SceneLayout", "extents_of"]
 
 CUBE_HALF = 0.02
-CUBE_MASS = 0.08
-CUBE_FRICTION = 1.5
-TRAY_SCALE = 0.35
-TRAY_HALF = 0.3 * TRAY_SCALE  # outer half extent of the scaled tray
-TRAY_FLOOR_Z = 0.015 * TRAY_SCALE
+DEFAULT_MASS = 0.08
+TRAY_MODEL_SIZE = 0.6  # traybox.urdf's outer width at scale 1
+TRAY_WALL = 0.015  # inner margin of the scaled tray's slanted walls
+BOWL_WALL = 0.006
+BOWL_SEGMENTS = 20
 TABLE_HALF = (0.65, 0.75, 0.025)
 TABLE_CENTRE = (0.35, 0.0, -0.025)
-COLOURS = {
-    "red_cube": (0.85, 0.1, 0.1, 1.0),
-    "green_cube": (0.1, 0.7, 0.2, 1.0),
-    "blue_cube": (0.15, 0.25, 0.9, 1.0),
-}
+
+
+def extents_of(spec: ObjectSpec) -> tuple[float, float, float]:
+    """An object's full extents (x, y, z) from its size (a number is a cube's edge)."""
+    if isinstance(spec.size, float):
+        return (spec.size, spec.size, spec.size)
+    return (float(spec.size[0]), float(spec.size[1]), float(spec.size[2]))
+
+
+def _rgba(spec: ObjectSpec) -> tuple[float, float, float, float]:
+    colour = COLOURS[spec.colour] if isinstance(spec.colour, str) else tuple(spec.colour)
+    return (*colour[:3], colour[3] if len(colour) > 3 else 1.0)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +87,7 @@ class Scene:
         self._build_static()
         self.arm = PandaArm(self.client, arm_meshes)
         self.objects: dict[str, int] = {}
+        self.specs: dict[str, ObjectSpec] = {}
         self.start: dict[str, np.ndarray] = {}
         self.sim_time = 0.0
 
@@ -98,39 +111,72 @@ class Scene:
             self.client.removeBody(self.floor)
         self.floor = self.client.loadURDF("plane.urdf", [0, 0, -0.7])
 
-    def _cube(self, name: str, x: float, y: float, yaw: float) -> int:
+    def _solid(self, spec: ObjectSpec, x: float, y: float, yaw: float) -> int:
         c = self.client
-        col = c.createCollisionShape(pb.GEOM_BOX, halfExtents=[CUBE_HALF] * 3)
-        vis = c.createVisualShape(pb.GEOM_BOX, halfExtents=[CUBE_HALF] * 3,
-                                  rgbaColor=COLOURS[name])
-        body = c.createMultiBody(CUBE_MASS, col, vis, basePosition=[x, y, CUBE_HALF + 1e-4],
+        ex, ey, ez = extents_of(spec)
+        if spec.shape == "cylinder":
+            col = c.createCollisionShape(pb.GEOM_CYLINDER, radius=ex / 2.0, height=ez)
+            vis = c.createVisualShape(pb.GEOM_CYLINDER, radius=ex / 2.0, length=ez,
+                                      rgbaColor=_rgba(spec))
+        else:
+            half = [ex / 2.0, ey / 2.0, ez / 2.0]
+            col = c.createCollisionShape(pb.GEOM_BOX, halfExtents=half)
+            vis = c.createVisualShape(pb.GEOM_BOX, halfExtents=half, rgbaColor=_rgba(spec))
+        mass = DEFAULT_MASS if spec.mass is None else spec.mass
+        body = c.createMultiBody(mass, col, vis, basePosition=[x, y, ez / 2.0 + 1e-4],
                                  baseOrientation=c.getQuaternionFromEuler([0, 0, yaw]))
-        c.changeDynamics(body, -1, lateralFriction=CUBE_FRICTION, spinningFriction=0.01,
+        c.changeDynamics(body, -1, lateralFriction=spec.friction, spinningFriction=0.01,
                          rollingFriction=0.0005, frictionAnchor=True)
         return body
 
-    def load(self, layout: SceneLayout) -> None:
-        """Remove the previous objects, home the arm, place the layout's objects, settle."""
+    def _bowl(self, spec: ObjectSpec, x: float, y: float, yaw: float) -> int:
+        c = self.client
+        ex, _, ez = extents_of(spec)
+        r = ex / 2.0
+        seg = 2.0 * math.pi * r / BOWL_SEGMENTS * 1.1
+        types, halves, places, turns = [pb.GEOM_CYLINDER], [None], [[0, 0, BOWL_WALL / 2]],             [[0, 0, 0, 1]]
+        for k in range(BOWL_SEGMENTS):
+            a = 2.0 * math.pi * k / BOWL_SEGMENTS
+            types.append(pb.GEOM_BOX)
+            halves.append([BOWL_WALL / 2.0, seg / 2.0, ez / 2.0])
+            places.append([(r - BOWL_WALL / 2) * math.cos(a), (r - BOWL_WALL / 2) * math.sin(a),
+                           ez / 2.0])
+            turns.append(list(c.getQuaternionFromEuler([0, 0, a])))
+        kw = {"shapeTypes": types, "radii": [r] + [0.0] * BOWL_SEGMENTS,
+              "halfExtents": [h or [0, 0, 0] for h in halves],
+              "lengths": [BOWL_WALL] + [0.0] * BOWL_SEGMENTS}
+        col = c.createCollisionShapeArray(**kw, collisionFramePositions=places,
+                                          collisionFrameOrientations=turns)
+        vis = c.createVisualShapeArray(**kw, visualFramePositions=places,
+                                       visualFrameOrientations=turns,
+                                       rgbaColors=[_rgba(spec)] * (BOWL_SEGMENTS + 1))
+        return c.createMultiBody(spec.mass or 0.0, col, vis, basePosition=[x, y, 0.0],
+                                 baseOrientation=c.getQuaternionFromEuler([0, 0, yaw]))
+
+    def _build(self, spec: ObjectSpec, x: float, y: float, yaw: float) -> int:
+        turn = self.client.getQuaternionFromEuler([0, 0, yaw])
+        if spec.shape in ("cube", "box", "cylinder"):
+            return self._solid(spec, x, y, yaw)
+        if spec.shape == "bowl":
+            return self._bowl(spec, x, y, yaw)
+        if spec.shape == "tray":
+            return self.client.loadURDF("tray/traybox.urdf", [x, y, 0.0], turn,
+                                        useFixedBase=not spec.mass,
+                                        globalScaling=extents_of(spec)[0] / TRAY_MODEL_SIZE)
+        assert spec.file is not None
+        return self.client.loadURDF(spec.file, [x, y, extents_of(spec)[2] / 2.0 + 1e-3], turn,
+                                    globalScaling=spec.scale)
+
+    def load(self, layout: SceneLayout, objects: Mapping[str, ObjectSpec]) -> None:
+        """Remove the previous objects, home the arm, build the layout's objects (described by
+        ``objects``), settle."""
         for body in self.objects.values():
             self.client.removeBody(body)
         self.objects = {}
+        self.specs = {name: objects[name] for name in layout.poses}
         self.arm.reset_home()
         for name, (x, y, yaw) in layout.poses.items():
-            if name.endswith("_cube"):
-                body = self._cube(name, x, y, yaw)
-            elif name == "tray":
-                body = self.client.loadURDF("tray/traybox.urdf", [x, y, 0.0],
-                                            self.client.getQuaternionFromEuler([0, 0, yaw]),
-                                            useFixedBase=True, globalScaling=TRAY_SCALE)
-            elif name == "lego":
-                body = self.client.loadURDF("lego/lego.urdf", [x, y, 0.012],
-                                            self.client.getQuaternionFromEuler([0, 0, yaw]),
-                                            globalScaling=1.0)
-            else:
-                raise DefinitionError("UNKNOWN_OBJECT", f"unknown object {name!r}; the built-in "
-                                      "simulator builds red_cube, green_cube, blue_cube, tray "
-                                      "and lego", fix="lay out one of them")
-            self.objects[name] = body
+            self.objects[name] = self._build(objects[name], x, y, yaw)
         self._lay_floor()
         for _ in range(10):  # let contacts settle before the first observation
             self.client.stepSimulation()
@@ -144,13 +190,30 @@ class Scene:
             self.client.stepSimulation()
         self.sim_time += self.control_dt
 
-    # -- ground truth --------------------------------------------------------------------
+    # -- ground truth (a SceneState) -------------------------------------------------------
     def position(self, name: str) -> np.ndarray:
         return np.array(self.client.getBasePositionAndOrientation(self.objects[name])[0])
+
+    def start_position(self, name: str) -> np.ndarray:
+        return self.start[name]
+
+    def velocity(self, name: str) -> np.ndarray:
+        return np.array(self.client.getBaseVelocity(self.objects[name])[0])
+
+    def yaw(self, name: str) -> float:
+        orn = self.client.getBasePositionAndOrientation(self.objects[name])[1]
+        return float(self.client.getEulerFromQuaternion(orn)[2])
+
+    def extents(self, name: str) -> tuple[float, float, float]:
+        return extents_of(self.specs[name])
 
     def pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         pos, orn = self.client.getBasePositionAndOrientation(self.objects[name])
         return np.array(pos), xyzw_to_wxyz(orn)
+
+    def movable(self, name: str) -> bool:
+        spec = self.specs[name]
+        return spec.shape not in ("tray", "bowl") or bool(spec.mass)
 
     def finger_contacts(self, name: str) -> tuple[bool, bool]:
         body = self.objects[name]
@@ -158,18 +221,35 @@ class Scene:
             bool(self.client.getContactPoints(self.arm.body, body, linkIndexA=link))
             for link in FINGER_JOINTS)
 
+    def on_table(self, name: str) -> bool:
+        return bool(self.client.getContactPoints(self.objects[name], self.table))
+
     def held(self, name: str) -> bool:
         """Both fingers touch the object and the object does not touch the table."""
         left, right = self.finger_contacts(name)
-        return left and right and not self.client.getContactPoints(self.objects[name], self.table)
+        return left and right and not self.on_table(name)
 
-    def touching(self, a: str, b_body: int) -> bool:
-        return bool(self.client.getContactPoints(self.objects[a], b_body))
+    def touching(self, a: str, b: str) -> bool:
+        return bool(self.client.getContactPoints(self.objects[a], self.objects[b]))
+
+    def cavity(self, name: str) -> Cavity | None:
+        spec = self.specs[name]
+        if spec.shape not in ("tray", "bowl"):
+            return None
+        ex, ey, ez = extents_of(spec)
+        p = self.position(name)
+        if spec.shape == "tray":
+            floor = 0.015 * ex / TRAY_MODEL_SIZE  # the floor box's top at this scale
+            return Cavity((float(p[0]), float(p[1])), self.yaw(name), ex / 2 - TRAY_WALL,
+                          ey / 2 - TRAY_WALL, float(p[2]) + floor, float(p[2]) + ez)
+        inner = ex / 2 - BOWL_WALL
+        return Cavity((float(p[0]), float(p[1])), self.yaw(name), inner, inner,
+                      float(p[2]) + BOWL_WALL, float(p[2]) + ez, round=True)
 
     def object_state(self, name: str) -> ObjectState:
         pos, quat = self.pose(name)
         vel = self.client.getBaseVelocity(self.objects[name])[0]
-        held = all(self.finger_contacts(name)) if name.endswith("_cube") else False
+        held = all(self.finger_contacts(name)) if self.movable(name) else False
         return ObjectState(name, tuple(map(float, pos)), tuple(map(float, quat)),  # type: ignore[arg-type]
                            tuple(map(float, vel)), held)  # type: ignore[arg-type]
 
@@ -182,7 +262,7 @@ class Scene:
         """A grasp slip: the fingers go limp and the object loses its friction (or both are
         restored)."""
         self.client.changeDynamics(self.objects[name], -1,
-                                   lateralFriction=0.0 if slippery else CUBE_FRICTION)
+                                   lateralFriction=0.0 if slippery else self.specs[name].friction)
         self.arm.finger_force = 0.0 if slippery else FINGER_FORCE
         self.arm.apply_targets()
 

@@ -4,32 +4,29 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from harness_bt.plugins import Registry
 from runtime_bridge.genmanip.server import DEFAULT_MAX_REQUEST_BYTES, create_app
 from runtime_bridge.genmanip.shm import ShmConfig
 from runtime_bridge.sim.config import SimConfig
 from runtime_bridge.sim.env import SimEnv
 from runtime_bridge.sim.episodes import EpisodeBook
 from runtime_bridge.sim.faults import TransportFaults
-from runtime_bridge.sim.tasks import SimTask, default_tasks
+from runtime_bridge.sim.scenes import load_sim_scenes
 
 __all__ = ["create_sim_app"]
 
 
 def create_sim_app(config: SimConfig | None = None, *, token: str | None = None,
-                   tasks: Registry[SimTask] | None = None,
                    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
                    shm: ShmConfig | bool = True) -> FastAPI:
     """A GenManip server whose workers are :class:`SimEnv` worlds sharing one episode queue.
-    ``shm``: the shared-memory fast path for same-host harness-bt clients (see ``create_app``)."""
+    ``shm``: the shared-memory fast path for same-host harness-bt clients (see ``create_app``).
+    The scenes are loaded and checked here, before the server starts."""
     config = config or SimConfig()
-    registry = tasks or default_tasks()
-    for name in config.tasks:
-        registry.get(name, where="--task")
-    book = EpisodeBook(config.tasks, config.episodes, config.seed)
+    scenes = load_sim_scenes(config.scenes, config.params)
+    book = EpisodeBook(config.scenes, config.episodes, config.seed)
 
     def factory(worker_id: str) -> SimEnv:
-        return SimEnv(config, worker_id=worker_id, book=book, tasks=registry)
+        return SimEnv(config, worker_id=worker_id, book=book, scenes=scenes)
 
     rates = config.faults
     faults = TransportFaults(rates, config.seed) if (rates.drop or rates.delay) else None
@@ -41,8 +38,12 @@ def create_sim_app(config: SimConfig | None = None, *, token: str | None = None,
 
     @app.get("/harness/sim")
     async def sim_info() -> dict[str, object]:
-        """The simulator's configuration (episodes, steps per episode, cameras, faults)."""
-        return {"tasks": list(config.tasks), "episodes": config.episodes,
+        """The simulator's configuration (scenes and whether each is judged, episodes, steps
+        per episode, cameras, faults)."""
+        return {"scenes": {ref: {"name": s.name, "judged": s.judged,
+                                 "instruction": s.instruction, "params": dict(s.doc.params)}
+                           for ref, s in scenes.items()},
+                "episodes": config.episodes,
                 "num_steps": config.num_steps, "seed": config.seed,
                 "success_hold_steps": config.success_hold_steps, "render": config.render,
                 "control_dt": config.control_dt,

@@ -15,6 +15,7 @@ import typer
 from harness_bt.runtime.executor import load_executors
 from runtime_bridge.backends import backend_from_spec
 from runtime_bridge.host import HostConfig
+from runtime_bridge.sim.cli import parse_sets
 from runtime_bridge.zmq.broker import Broker, BrokerConfig
 from runtime_bridge.zmq.server import RuntimeServer, RuntimeServerConfig
 
@@ -52,9 +53,11 @@ def _run_until_signal(stop: threading.Event, done: Any) -> None:
 def serve(
     backend: str = typer.Option("kinematic", help="kinematic | sim | http://GENMANIP | "
                                 "package.module:factory"),
-    sim_task: str = typer.Option(None, "--sim-task", help="--backend sim: the simulator's "
-                                 "task, whose scene it serves, e.g. pick_and_place (default: "
-                                 "pick_cube)"),
+    sim_scene: str = typer.Option(None, "--sim-scene", help="--backend sim: the scene it "
+                                  "serves, a name or a scene file, e.g. pick_and_place "
+                                  "(default: pick_cube)"),
+    sim_set: list[str] = typer.Option(None, "--sim-set", help="--backend sim: a scene "
+                                      "parameter, NAME=VALUE, repeatable"),
     seed: int = typer.Option(None, "--seed", help="--backend sim: the scene's layout seed "
                              "(default: 0)"),
     bind: str = typer.Option("tcp://127.0.0.1:5555", help="where the broker listens "
@@ -80,7 +83,8 @@ def serve(
     # process an answer matters more than a step's throughput.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     server = RuntimeServer(
-        backend_from_spec(backend, dt=1.0 / control_hz, sim_task=sim_task, seed=seed),
+        backend_from_spec(backend, dt=1.0 / control_hz, sim_scene=sim_scene,
+                          sim_params=parse_sets(sim_set) or None, seed=seed),
         load_executors(executors or None),
         RuntimeServerConfig(
             bind=bind, connect=connect or None, telemetry=telemetry or None,

@@ -42,7 +42,7 @@ TARGETS = {("pick_cube", "clean"): 0.95, ("pick_and_place", "clean"): 0.90,
 def oracle(task: str, episodes: int, seed: int, faults: dict[str, float]) -> float:
     """Success rate of the scripted ground-truth picker (no recovery) on the same seeds and
     fault rates (no cameras, so occlusion does not apply)."""
-    cfg = SimConfig(tasks=(task,), episodes=episodes, seed=seed, cameras=(),
+    cfg = SimConfig(scenes=(task,), episodes=episodes, seed=seed, cameras=(),
                     faults=FaultRates(**faults))
     with SimEnv(cfg) as env:
         entry = env.reset()

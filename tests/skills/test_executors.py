@@ -87,7 +87,7 @@ def test_grasp_centres_descends_and_closes_until_the_fingers_stop() -> None:
 def test_grasp_on_a_real_cube_stops_at_its_width() -> None:
     from runtime_bridge.sim import SimBackend, SimConfig
 
-    sim = SimBackend(SimConfig(tasks=("pick_cube",), cameras=(), seed=4))
+    sim = SimBackend(SimConfig(scenes=("pick_cube",), cameras=(), seed=4))
     try:
         host = ExecutorHost(sim, executor_registry(), clock=FakeClock(),
                             config=HostConfig(lease_s=None))

@@ -113,7 +113,7 @@ def make_backend(spec: str, *, dt: float, seed: int) -> Backend:
     from runtime_bridge.inproc.open import DEFAULT_CAMERAS
     from runtime_bridge.sim.backend import make_backend as sim_backend
 
-    return sim_backend(dt, task="pick_and_place", seed=seed, cameras=DEFAULT_CAMERAS,
+    return sim_backend(dt, scene="pick_and_place", seed=seed, cameras=DEFAULT_CAMERAS,
                        render="round_robin")
 
 

@@ -23,7 +23,7 @@ CAMERA = parse_camera_spec("front:256x192:fov=40")
 
 @contextmanager
 def server(task: str, *, seed: int = 0, **faults: float) -> Iterator[str]:
-    config = SimConfig(tasks=(task,), episodes=1, seed=seed, cameras=(CAMERA,),
+    config = SimConfig(scenes=(task,), episodes=1, seed=seed, cameras=(CAMERA,),
                        success_hold_steps=90, faults=FaultRates(**faults))
     with ServerThread(create_sim_app(config)) as running:
         yield running.url

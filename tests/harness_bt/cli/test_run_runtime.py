@@ -84,7 +84,7 @@ def test_pick_cube_against_a_runtime_server(runtime: Callable[..., dict[str, Any
 
 def test_pick_and_place_against_a_runtime_serving_its_scene(
         runtime: Callable[..., dict[str, Any]], capfd: pytest.CaptureFixture[str]) -> None:
-    served = runtime("--sim-task", "pick_and_place", "--seed", "0")
+    served = runtime("--sim-scene", "pick_and_place", "--seed", "0")
     code = main(["run", PICK_AND_PLACE, "--runtime", served["bind"], "--json"])
     report = json.loads(capfd.readouterr().out)
     assert code == 0, report
@@ -100,19 +100,19 @@ def test_pick_and_place_against_a_runtime_serving_its_scene(
 def test_serve_refuses_sim_options_with_another_backend(
         capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "setswitchinterval", lambda _: None)  # serve's, process-wide
-    assert main(["runtime", "serve", "--backend", "kinematic", "--sim-task", "pick_and_place",
+    assert main(["runtime", "serve", "--backend", "kinematic", "--sim-scene", "pick_and_place",
                  "--journal", "", "--telemetry", ""]) == 1
-    assert ("INVALID_CONFIG: --sim-task pick_and_place: only for --backend sim (they choose "
-            "the built-in simulator's scene), not --backend kinematic; drop --sim-task, or "
+    assert ("INVALID_CONFIG: --sim-scene pick_and_place: only for --backend sim (they choose "
+            "the built-in simulator's scene), not --backend kinematic; drop --sim-scene, or "
             "serve --backend sim") in " ".join(capfd.readouterr().err.split())
 
 
 def test_serve_names_the_known_sim_tasks(capfd: pytest.CaptureFixture[str],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "setswitchinterval", lambda _: None)
-    assert main(["runtime", "serve", "--backend", "sim", "--sim-task", "pick_and_plac",
+    assert main(["runtime", "serve", "--backend", "sim", "--sim-scene", "pick_and_plac",
                  "--journal", "", "--telemetry", ""]) == 1
-    assert ("--sim-task: UNKNOWN_SIM_TASK: unknown sim task 'pick_and_plac'; known: "
+    assert ("--sim-scene: UNKNOWN_SIM_TASK: unknown sim task 'pick_and_plac'; known: "
             "pick_and_place, pick_cube; did you mean 'pick_and_place'?"
             ) in " ".join(capfd.readouterr().err.split())
 

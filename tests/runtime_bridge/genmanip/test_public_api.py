@@ -25,8 +25,8 @@ def test_shm_exports() -> None:
 
 def test_sim_exports() -> None:
     assert sorted(sim.__all__) == [
-        "CameraSpec", "EpisodeBook", "FaultRates", "PickAndPlace", "PickCube", "ScriptedPicker",
-        "SimBackend", "SimConfig", "SimEnv", "SimTask", "create_sim_app", "default_tasks",
-        "make_backend", "parse_camera_spec",
+        "CameraSpec", "EpisodeBook", "FaultRates", "ScriptedPicker", "SimBackend", "SimConfig",
+        "SimEnv", "SimScene", "create_sim_app", "load_sim_scenes", "make_backend",
+        "parse_camera_spec",
     ]
     assert all(hasattr(sim, name) for name in sim.__all__)

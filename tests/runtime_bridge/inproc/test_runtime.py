@@ -25,7 +25,7 @@ def command(cid: str, skill: str, **params: Any) -> Command:
 
 
 def sim_runtime(**config: Any) -> InProcRuntime:
-    cfg = {"tasks": ("pick_cube",), "cameras": (), "seed": 0, **config}
+    cfg = {"scenes": ("pick_cube",), "cameras": (), "seed": 0, **config}
     return InProcRuntime(SimBackend(SimConfig(**cfg)), executor_registry())
 
 
@@ -139,7 +139,7 @@ def test_a_real_pick_ends_the_episode_early_which_is_the_simulators_success() ->
 
 
 def test_a_genmanip_server_over_http_is_driven_the_same_way() -> None:
-    app = create_sim_app(SimConfig(tasks=("pick_cube",), cameras=(), num_steps=25, episodes=2))
+    app = create_sim_app(SimConfig(scenes=("pick_cube",), cameras=(), num_steps=25, episodes=2))
     with ServerThread(app) as server:
         backend = GenManipBackend(server.url)
         rt = InProcRuntime(backend, executor_registry())
@@ -160,11 +160,11 @@ def test_a_genmanip_server_over_http_is_driven_the_same_way() -> None:
 
 
 def test_open_runtime_builds_the_built_in_simulator_from_run_options() -> None:
-    rt = open_runtime(RunOptions(task="pick_and_place", episodes=3, seed=5,
+    rt = open_runtime(RunOptions(task="pick_and_place", scene="pick_and_place", episodes=3, seed=5,
                                  faults={"slip": 0.5}, cameras=("front:64x48",)))
     try:
         config = rt.backend.config  # type: ignore[attr-defined]
-        assert (config.tasks, config.episodes, config.seed, config.faults.slip) == \
+        assert (config.scenes, config.episodes, config.seed, config.faults.slip) == \
             (("pick_and_place",), 3, 5, 0.5)
         assert config.success_hold_steps == 90 and config.cameras[0].width == 64
     finally:
@@ -177,7 +177,7 @@ def test_open_runtime_builds_the_built_in_simulator_from_run_options() -> None:
     (RunOptions(task="pick_cube", faults={"drop": 0.2}), "drop are faults of the HTTP transport"),
     (RunOptions(task="pick_cube", sim_url="http://127.0.0.1:9", faults={"slip": 0.2}),
      "--inject configures the built-in simulator"),
-    (RunOptions(task="stack_cubes"), "unknown sim task 'stack_cubes'"),
+    (RunOptions(task="stack_cubes", scene="stack_cubes"), "unknown scene 'stack_cubes'"),
 ])
 def test_open_runtime_refuses_what_it_cannot_do(options: RunOptions, message: str) -> None:
     with pytest.raises(DefinitionError) as err:

@@ -111,7 +111,7 @@ def test_the_simple_arm_is_drawn_with_its_collision_meshes_and_moves_the_same(
 def test_the_floor_is_laid_after_the_objects_of_every_episode(
         make_env: Callable[..., SimEnv], monkeypatch: pytest.MonkeyPatch) -> None:
     """The renderer draws in creation order (body ids are reused, so they do not tell)."""
-    env = make_env(tasks=("pick_and_place",), episodes=2, num_steps=1)
+    env = make_env(scenes=("pick_and_place",), episodes=2, num_steps=1)
     env.reset()
     client, made = env.scene.client, []
     for name in ("loadURDF", "createMultiBody"):

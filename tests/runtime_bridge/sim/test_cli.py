@@ -15,7 +15,7 @@ from harness_bt.cli import main
 
 
 def test_snapshot_writes_rgb_and_depth_pngs_per_camera(tmp_path: Path) -> None:
-    code = main(["sim", "snapshot", "--task", "pick_cube", "--camera", "front:64x48",
+    code = main(["sim", "snapshot", "--scene", "pick_cube", "--camera", "front:64x48",
                  "--camera", "top:32x24", "--out", str(tmp_path)])
     assert code == 0
     names = sorted(p.name for p in tmp_path.iterdir())

@@ -31,7 +31,7 @@ def ee(dx: float = 0.0, dy: float = 0.0, dz: float = 0.0, q: list[float] = IDENT
 
 @pytest.fixture
 def env(make_env: Callable[..., SimEnv]) -> SimEnv:
-    env = make_env(tasks=("pick_cube",), num_steps=500)
+    env = make_env(scenes=("pick_cube",), num_steps=500)
     first = env.reset()["obs"]
     assert first["timestep"] == 0 and first["reset"] is True
     assert first["instruction"] == "pick up the red cube"

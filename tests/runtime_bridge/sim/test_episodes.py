@@ -13,7 +13,7 @@ HOLD = {"control_type": "joint_position", "action": [0.0] * 7 + [0.04, 0.04]}
 
 def test_episodes_roll_over_inside_step_and_end_with_the_final_metric(
         make_env: Callable[..., SimEnv]) -> None:
-    env = make_env(tasks=("pick_cube", "pick_and_place"), episodes=2, num_steps=3)
+    env = make_env(scenes=("pick_cube", "pick_and_place"), episodes=2, num_steps=3)
     seen = [(env.reset()["obs"]["timestep"], env.task.name, env.episode.seed)]
     while True:
         result = env.step(HOLD)
@@ -31,7 +31,7 @@ def test_episodes_roll_over_inside_step_and_end_with_the_final_metric(
 
 
 def test_the_first_observation_of_each_episode_says_reset(make_env: Callable[..., SimEnv]) -> None:
-    env = make_env(tasks=("pick_cube",), episodes=2, num_steps=2)
+    env = make_env(scenes=("pick_cube",), episodes=2, num_steps=2)
     assert env.reset()["obs"]["reset"] is True
     assert env.step(HOLD)["obs"]["reset"] is False
     rolled = env.step(HOLD)["obs"]
@@ -39,7 +39,7 @@ def test_the_first_observation_of_each_episode_says_reset(make_env: Callable[...
 
 
 def test_reset_mid_episode_skips_it_without_a_result(make_env: Callable[..., SimEnv]) -> None:
-    env = make_env(tasks=("pick_cube",), episodes=3, num_steps=50)
+    env = make_env(scenes=("pick_cube",), episodes=3, num_steps=50)
     env.reset()
     env.step(HOLD)
     assert env.reset()["obs"]["timestep"] == 0
@@ -49,8 +49,8 @@ def test_reset_mid_episode_skips_it_without_a_result(make_env: Callable[..., Sim
 
 
 def test_layouts_are_deterministic_per_seed(make_env: Callable[..., SimEnv]) -> None:
-    a = make_env(tasks=("pick_and_place",), seed=7)
-    b = make_env(tasks=("pick_and_place",), seed=7)
+    a = make_env(scenes=("pick_and_place",), seed=7)
+    b = make_env(scenes=("pick_and_place",), seed=7)
     a.reset()
     b.reset()
     assert a.ground_truth()["objects"] == b.ground_truth()["objects"]

@@ -15,13 +15,13 @@ from .test_grasping import run_scripted
 
 
 def test_no_fault_fires_by_default(make_env: Callable[..., SimEnv]) -> None:
-    env = make_env(tasks=("pick_cube",), episodes=2, num_steps=150)
+    env = make_env(scenes=("pick_cube",), episodes=2, num_steps=150)
     episodes = run_scripted(env)
     assert [e["faults"] for e in episodes] == [[], []]
 
 
 def test_nudge_moves_the_target_during_the_approach(make_env: Callable[..., SimEnv]) -> None:
-    env = make_env(tasks=("pick_cube",), num_steps=150, faults=FaultRates(nudge=1.0))
+    env = make_env(scenes=("pick_cube",), num_steps=150, faults=FaultRates(nudge=1.0))
     first = env.reset()["obs"]
     picker = ScriptedPicker()
     picker.start(first["ee_pose_state"], env.ground_truth())
@@ -37,7 +37,7 @@ def test_nudge_moves_the_target_during_the_approach(make_env: Callable[..., SimE
 
 
 def test_slip_drops_the_carried_cube(make_env: Callable[..., SimEnv]) -> None:
-    env = make_env(tasks=("pick_cube",), num_steps=150, faults=FaultRates(slip=1.0))
+    env = make_env(scenes=("pick_cube",), num_steps=150, faults=FaultRates(slip=1.0))
     episodes = run_scripted(env)
     assert [f["kind"] for f in episodes[0]["faults"]] == ["slip"]
     assert episodes[0]["ended"] == "timeout"
@@ -61,7 +61,7 @@ def test_occlusion_covers_part_of_one_camera(make_env: Callable[..., SimEnv]) ->
 def test_faults_are_reproducible_from_the_seed(make_env: Callable[..., SimEnv],
                                                rates: FaultRates) -> None:
     cams = (parse_camera_spec("front:32x24"),)
-    runs = [run_scripted(make_env(tasks=("pick_cube",), episodes=3, num_steps=120,
+    runs = [run_scripted(make_env(scenes=("pick_cube",), episodes=3, num_steps=120,
                                   cameras=cams, faults=rates)) for _ in range(2)]
     assert [e["faults"] for e in runs[0]] == [e["faults"] for e in runs[1]]
     assert any(e["faults"] for e in runs[0])

@@ -27,7 +27,7 @@ def run_scripted(env: SimEnv, *, close: bool = True) -> list[dict[str, Any]]:
 
 
 def test_scripted_pick_lifts_the_red_cube_on_every_seed(make_env: Callable[..., SimEnv]) -> None:
-    env = make_env(tasks=("pick_cube",), episodes=6, num_steps=200)
+    env = make_env(scenes=("pick_cube",), episodes=6, num_steps=200)
     episodes = run_scripted(env)
     assert [e["ended"] for e in episodes] == ["success"] * 6
     assert env.results()["final_metric"] == {"pick_cube": 1.0}
@@ -38,7 +38,7 @@ def test_scripted_pick_lifts_the_red_cube_on_every_seed(make_env: Callable[..., 
 
 def test_scripted_pick_and_place_puts_the_cube_in_the_tray(
         make_env: Callable[..., SimEnv]) -> None:
-    env = make_env(tasks=("pick_and_place",), episodes=4, num_steps=300)
+    env = make_env(scenes=("pick_and_place",), episodes=4, num_steps=300)
     episodes = run_scripted(env)
     assert [e["success"] for e in episodes] == [1.0] * 4
     for e in episodes:
@@ -49,7 +49,7 @@ def test_scripted_pick_and_place_puts_the_cube_in_the_tray(
 
 
 def test_without_closing_the_gripper_nothing_is_picked(make_env: Callable[..., SimEnv]) -> None:
-    env = make_env(tasks=("pick_cube",), episodes=2, num_steps=90)
+    env = make_env(scenes=("pick_cube",), episodes=2, num_steps=90)
     episodes = run_scripted(env, close=False)
     assert [e["ended"] for e in episodes] == ["timeout", "timeout"]
     assert env.results()["final_metric"] == {"pick_cube": 0.0}

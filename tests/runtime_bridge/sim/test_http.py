@@ -72,7 +72,7 @@ def joint(deltas: dict[int, float] | None = None) -> dict[str, Any]:
 
 
 def test_a_full_episode_loop_over_http(sim_server: Callable[..., str]) -> None:
-    url = sim_server(tasks=("pick_cube",), episodes=2, num_steps=25)
+    url = sim_server(scenes=("pick_cube",), episodes=2, num_steps=25)
     client = ProtocolClient(url, ["0"])
     try:
         assert client.http.get("/docs").status_code == 200
@@ -116,7 +116,7 @@ def test_a_full_episode_loop_over_http(sim_server: Callable[..., str]) -> None:
 
 
 def test_two_workers_step_together(sim_server: Callable[..., str]) -> None:
-    url = sim_server(tasks=("pick_cube",), episodes=2, num_steps=50, cameras=())
+    url = sim_server(scenes=("pick_cube",), episodes=2, num_steps=50, cameras=())
     client = ProtocolClient(url, ["0", "1"])
     try:
         client.post_json("/create_workers")

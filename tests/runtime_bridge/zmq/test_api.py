@@ -49,11 +49,11 @@ def test_backends_and_executors_are_found_by_spec():
 
 
 @pytest.mark.parametrize(("spec", "options", "message"), [
-    ("kinematic", {"sim_task": "pick_and_place"}, "--sim-task pick_and_place: only for "
+    ("kinematic", {"sim_scene": "pick_and_place"}, "--sim-scene pick_and_place: only for "
      "--backend sim (they choose the built-in simulator's scene), not --backend kinematic"),
     ("tests.runtime_bridge.executors:factory", {"seed": 3}, "--seed 3: only for --backend sim"),
-    ("http://127.0.0.1:1", {"sim_task": "pick_cube", "seed": 0},
-     "--sim-task pick_cube, --seed 0: only for --backend sim"),
+    ("http://127.0.0.1:1", {"sim_scene": "pick_cube", "seed": 0},
+     "--sim-scene pick_cube, --seed 0: only for --backend sim"),
 ])
 def test_sim_options_are_refused_with_another_backend(spec, options, message):
     with pytest.raises(BridgeError, match=re.escape(message)) as caught:
@@ -65,34 +65,34 @@ def test_the_sim_backend_serves_the_chosen_task_and_seed_and_chaos_shares_it():
     from runtime_bridge.inproc import DEFAULT_CAMERAS
     from runtime_bridge.testing.chaos.runtime import make_backend as chaos_backend
 
-    served = backend_from_spec("sim", dt=0.05, sim_task="pick_and_place", seed=3)
+    served = backend_from_spec("sim", dt=0.05, sim_scene="pick_and_place", seed=3)
     chaos = chaos_backend("pick_and_place", dt=0.05, seed=3)
     try:
         for backend in (served, chaos):
             c = backend.config
-            assert (c.tasks, c.seed, c.control_dt, c.num_steps) == (
+            assert (c.scenes, c.seed, c.control_dt, c.num_steps) == (
                 ("pick_and_place",), 3, 0.05, 2**31 - 1)
         assert [c.name for c in served.config.cameras] == ["front"]
         assert len(chaos.config.cameras) == len(DEFAULT_CAMERAS)
         assert chaos.config.render == "round_robin"
-        assert served.reset().instruction == "put the red cube on the tray"
+        assert served.reset().instruction == "put the red cube in the tray"
     finally:
         served.close()
         chaos.close()
 
 
-def test_an_unknown_sim_task_names_the_known_ones_before_building_a_scene(monkeypatch):
+def test_an_unknown_sim_scene_names_the_known_ones_before_building_a_scene(monkeypatch):
     import runtime_bridge.sim.backend as sim_backend
 
     def refuse(*_, **__):
-        raise AssertionError("built a simulator for an unknown task")
+        raise AssertionError("built a simulator for an unknown scene")
 
     monkeypatch.setattr(sim_backend, "SimBackend", refuse)
     with pytest.raises(DefinitionError, match=re.escape(
-            "unknown sim task 'pick_and_plac'; known: pick_and_place, pick_cube; did you mean "
-            "'pick_and_place'?")) as caught:
-        backend_from_spec("sim", sim_task="pick_and_plac")
-    assert (caught.value.code, caught.value.where) == ("UNKNOWN_SIM_TASK", "--sim-task")
+            "unknown scene 'pick_and_plac'; known: pick_and_place, pick_cube, place_at, stack, "
+            "table; did you mean 'pick_and_place'?")) as caught:
+        backend_from_spec("sim", sim_scene="pick_and_plac")
+    assert (caught.value.code, caught.value.where) == ("UNKNOWN_SCENE", "pick_and_plac")
 
 
 def test_harness_cli_has_the_runtime_subcommand(capsys):
