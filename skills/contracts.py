@@ -174,6 +174,9 @@ def _release_post(p: ReleaseParams) -> list[Postcondition]:
 
 
 def _place_post(p: PlaceParams) -> list[Postcondition]:
+    if p.onto == "top":
+        return [Postcondition("rests_on", {"object_id": p.object_id, "target": p.target_id,
+                                           "max_offset_m": min(p.max_offset_m, 0.02)})]
     return [Postcondition("placed_on", {"object_id": p.object_id, "target": p.target_id,
                                         "max_offset_m": p.max_offset_m})]
 

@@ -23,7 +23,7 @@ from harness_bt.skill import Postcondition
 from harness_bt.world import WorldObject, WorldView
 from skills.geometry import TABLE_Z, yaw_of
 
-__all__ = ["EVALUATORS", "evaluator_registry", "grasped", "joints_at", "placed_on"]
+__all__ = ["EVALUATORS", "evaluator_registry", "grasped", "joints_at", "placed_on", "rests_on"]
 
 NEAR_XY_M = 0.025  # the object's centre this close to the TCP (horizontally) is between the fingers
 NEAR_Z_M = 0.03
@@ -178,6 +178,53 @@ def placed_on(post: Postcondition, observation: Observation, world: WorldView
     return EvaluationResult.succeeded(*evidence, f"{oid} placed on {tid}")
 
 
+def rests_on(post: Postcondition, observation: Observation, world: WorldView
+             ) -> EvaluationResult:
+    """``object_id`` rests on top of ``target`` (an object on an object: a cube on a cube) and
+    the hand has let go.
+
+    Params: ``max_offset_m`` (the object's centre at most this far from the support's,
+    horizontally), ``tolerance_m`` (the object's bottom within this of the support's top).
+    Sources: vision of both objects in this very observation (where each is), the finger gap
+    and the hand's position (released). UNKNOWN when either is not visible now; FAILED when
+    the object is beside the support, above it in the air, or still in the hand.
+    """
+    oid = str(post.params["object_id"])
+    tid = str(post.params["target"])
+    obj, why = _seen(post, observation, world, oid)
+    width = _object_width(post, obj)
+    gap, gap_text = _gap(observation, width)
+    if obj is None:
+        return EvaluationResult.unknown(why, gap_text)
+    support, why = _seen(post, observation, world, tid)
+    if support is None:
+        return EvaluationResult.unknown(why, gap_text)
+    pos = np.asarray(obj.pose.position, dtype=float)
+    spos = np.asarray(support.pose.position, dtype=float)
+    tcp = np.asarray(observation.ee_pose.position, dtype=float)
+    offset = float(np.hypot(*(pos[:2] - spos[:2])))
+    max_offset = float(post.params.get("max_offset_m", 0.02))
+    gap_z = float((pos[2] - obj.extent[2] / 2.0) - (spos[2] + support.extent[2] / 2.0))
+    tol = float(post.params.get("tolerance_m", 0.015))
+    hand = float(np.linalg.norm(pos - tcp))
+    evidence: list[Any] = [
+        f"{oid} at {_r(pos)} (conf {obj.confidence:.2f}), {tid} at {_r(spos)} (conf "
+        f"{support.confidence:.2f}), t={observation.timestep}",
+        f"{offset:.3f} m off the centre of {tid} (at most {max_offset:.3f} m); bottom "
+        f"{gap_z:+.3f} m from its top (within {tol:.3f} m)",
+        gap_text, f"hand {hand:.3f} m from {oid}",
+    ]
+    if hand < 0.06 and gap == "holding":
+        return EvaluationResult.failed(*evidence, f"{oid} is still in the hand")
+    if offset > max_offset:
+        return EvaluationResult.failed(*evidence, f"{oid} is not on top of {tid}")
+    if abs(gap_z) > tol:
+        return EvaluationResult.failed(*evidence, f"{oid} is not resting on {tid}'s top")
+    if hand < 0.06 and gap is None:
+        return EvaluationResult.unknown(*evidence, "cannot tell whether the hand let go")
+    return EvaluationResult.succeeded(*evidence, f"{oid} rests on {tid}")
+
+
 def joints_at(post: Postcondition, observation: Observation, world: WorldView
               ) -> EvaluationResult:
     """The arm's joints (first ``len(joints)``) are within ``tolerance_rad`` of ``joints``."""
@@ -195,7 +242,8 @@ def joints_at(post: Postcondition, observation: Observation, world: WorldView
 
 
 #: name -> evaluator, as the entry points register them.
-EVALUATORS = {"grasped": grasped, "placed_on": placed_on, "joints_at": joints_at}
+EVALUATORS = {"grasped": grasped, "placed_on": placed_on, "inside": placed_on,
+              "rests_on": rests_on, "joints_at": joints_at}
 
 
 def evaluator_registry() -> EvaluatorRegistry:

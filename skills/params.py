@@ -118,10 +118,12 @@ class ReleaseParams(SkillParams):
 class PlaceParams(SkillParams):
     """Carry the held ``object_id`` over ``target_pose`` (the target's centre), lower it until
     contact is felt or the TCP is ``min_height_m`` above the target's centre, open, and back
-    off ``retreat_m`` upwards."""
+    off ``retreat_m`` upwards. ``onto``: ``inside`` a container (tray, bowl: judged by the
+    ``inside`` evaluator) or on ``top`` of an object (a cube on a cube: ``rests_on``)."""
 
     object_id: str = Field(min_length=1)
     target_id: str = Field(min_length=1)
+    onto: Literal["inside", "top"] = "inside"
     target_pose: Pose = _pose("the target's pose from the world model")
     frame: str = "world"
     min_height_m: float = Field(0.008, ge=0.0, le=0.2)

@@ -15,6 +15,8 @@ Decision latency here is wall time: from the moment an observation is handed to 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import os
 import time
@@ -39,7 +41,7 @@ from harness_bt.runtime.episodes import (
     runtime_registry,
 )
 from harness_bt.skill import SkillRegistry
-from harness_bt.world import perception_registry
+from harness_bt.world import Perception, perception_registry
 
 __all__ = [
     "EpisodeReport",
@@ -233,6 +235,23 @@ def _only(registry: Registry[Any], name: str | None, what: str, flag: str) -> An
                           else f"pass {flag} NAME")
 
 
+def _scene_perception(make: Callable[..., Perception], options: RunOptions
+                      ) -> Callable[[], Perception]:
+    """The perception factory, given the run's scene when it names one and the factory takes
+    ``scene`` (its catalogue of objects then comes from the scene document). The scene is
+    loaded (and checked) before the runtime starts."""
+    if options.scene is None:
+        return make
+    from harness_bt.scene import load_scene
+
+    scene = load_scene(options.scene, params=options.params)
+    try:
+        takes_scene = "scene" in inspect.signature(make).parameters
+    except (TypeError, ValueError):
+        takes_scene = False
+    return functools.partial(make, scene=scene) if takes_scene else make
+
+
 def _check_executors(task: Task, skills: SkillRegistry, runtime: EpisodeRuntime) -> None:
     """Every skill the task commands must have an executor in the runtime (when the runtime
     can tell): refused before the first step, naming the package that provides it."""
@@ -280,7 +299,8 @@ def run_episodes(
     if durable is not None and options.episodes != 1:
         raise DefinitionError("INVALID_OPTION", f"a journaled run is one episode, not "
                               f"{options.episodes}", fix="drop --episodes")
-    make_perception = _only(perception_registry(), perception, "perception", "--perception")
+    make_perception = _scene_perception(
+        _only(perception_registry(), perception, "perception", "--perception"), options)
     skills = skills if skills is not None else SkillRegistry(entry_points=True)
     evaluators = evaluators if evaluators is not None else EvaluatorRegistry(entry_points=True)
     own = runtime is None

@@ -215,7 +215,7 @@ class _Compiler:
             if name in self.params:
                 ptype, value = self.params[name]
                 if ptype != "object":
-                    self.error("WRONG_ARGUMENT", f"{what}: parameter {name!r} is a {ptype}, "
+                    self.error("WRONG_ARGUMENT", f"{what}: parameter {name!r} is {_a(ptype)}, "
                                "not an object", "pass an object here", node)
                     return _BAD
                 name = value
@@ -239,8 +239,8 @@ class _Compiler:
             ptype, value = self.params[node.id]
             if ptype == kind:
                 return value
-            self.error("WRONG_ARGUMENT", f"parameter {node.id!r} is a {ptype}, not a {kind}",
-                       f"pass a {kind} here", node)
+            self.error("WRONG_ARGUMENT", f"parameter {node.id!r} is {_a(ptype)}, not {_a(kind)}",
+                       f"pass {_a(kind)} here", node)
             return None
         return _BAD
 
@@ -272,6 +272,10 @@ class _Compiler:
                        "write [x, y] or [x, y, z] in metres, or a vector parameter", node)
             return None
         return [float(x) for x in result]
+
+
+def _a(word: str) -> str:
+    return f"an {word}" if word[:1] in "aeiou" else f"a {word}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,9 +80,11 @@ class Scene:
 
     @property
     def target(self) -> str | None:
-        """The object the scene is about: its ``target`` parameter, when it has one."""
-        value = self.params.get("target")
-        return value if isinstance(value, str) else None
+        """The object the scene is about: its ``target`` parameter, else its first object
+        parameter (``top`` of a stack), else None."""
+        names = ["target", *(n for n, p in self.spec.params.items() if p.type == "object")]
+        return next((self.params[n] for n in names if isinstance(self.params.get(n), str)),
+                    None)
 
     def groups(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}

@@ -8,8 +8,9 @@ next episode's first observation, ``reset`` True). When the server has no episod
 True, ``metric`` the final metric). A step whose answer was lost raises the client's
 ``StepOutcomeUnknown``; the client settles it from the next observation's timestep. The
 client's notices (rollover, final metric, unknown and settled steps) pass through
-``notices()``. ``num_steps`` comes from a harness-bt server's ``GET /harness/sim`` (None from
-other servers).
+``notices()``. ``num_steps`` and ``judged`` (False when the server's scenes have no success
+condition: its episodes end only by timeout, which is then no verdict) come from a harness-bt
+server's ``GET /harness/sim`` (None and True from other servers).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class GenManipBackend:
         self.metric: dict[str, float] | None = None
         self.num_steps: int | None = None
         self.sim_info: dict[str, Any] | None = None
+        self.judged = True
         self._created = False
 
     def reset(self) -> Observation:
@@ -51,6 +53,10 @@ class GenManipBackend:
             self.sim_info = self.client.sim_info()
             steps = (self.sim_info or {}).get("num_steps")
             self.num_steps = int(steps) if isinstance(steps, int) else None
+            scenes = (self.sim_info or {}).get("scenes")
+            if isinstance(scenes, Mapping) and scenes:
+                self.judged = all(not isinstance(s, Mapping) or s.get("judged") is not False
+                                  for s in scenes.values())
         return self._read(self.client.reset()[self.worker_id])
 
     def step(self, action: Mapping[str, Any]) -> Observation:

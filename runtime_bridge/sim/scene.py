@@ -11,8 +11,11 @@ of wall segments), or any ``pybullet_data`` model (``urdf``). :class:`Scene` is 
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pybullet as pb
@@ -46,6 +49,38 @@ def extents_of(spec: ObjectSpec) -> tuple[float, float, float]:
 def _rgba(spec: ObjectSpec) -> tuple[float, float, float, float]:
     colour = COLOURS[spec.colour] if isinstance(spec.colour, str) else tuple(spec.colour)
     return (*colour[:3], colour[3] if len(colour) > 3 else 1.0)  # type: ignore[return-value]
+
+
+def _bowl_mesh(radius: float, height: float, sides: int = 32) -> Path:
+    """A Wavefront OBJ of an open cylinder with a floor (the bowl's look; PyBullet's renderer
+    draws shape arrays unreliably), written once per size to the user's cache."""
+    path = Path(tempfile.gettempdir()) / f"harness_bt_bowl_{radius:.4f}_{height:.4f}.obj"
+    if path.exists():
+        return path
+    inner = radius - BOWL_WALL
+    lines = []
+    for r_ in (radius, inner):
+        for z in (0.0, height):
+            for k in range(sides):
+                a = 2.0 * math.pi * k / sides
+                lines.append(f"v {r_ * math.cos(a):.5f} {r_ * math.sin(a):.5f} {z:.5f}")
+    lines.append(f"v 0 0 {BOWL_WALL:.5f}")
+
+    def v(ring: int, k: int) -> int:  # rings: 0 outer bottom, 1 outer top, 2 inner bottom,
+        return ring * sides + k % sides + 1  # 3 inner top (1-based OBJ indices)
+
+    centre = 4 * sides + 1
+    faces = []
+    for k in range(sides):
+        faces.append((v(0, k), v(0, k + 1), v(1, k + 1), v(1, k)))  # outer wall
+        faces.append((v(2, k), v(3, k), v(3, k + 1), v(2, k + 1)))  # inner wall
+        faces.append((v(1, k), v(1, k + 1), v(3, k + 1), v(3, k)))  # rim
+        faces.append((centre, v(2, k), v(2, k + 1)))  # floor
+    lines += ["f " + " ".join(map(str, f)) for f in faces]
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+    return path
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,26 +165,28 @@ class Scene:
         return body
 
     def _bowl(self, spec: ObjectSpec, x: float, y: float, yaw: float) -> int:
+        """A round container from boxes: an octagonal floor (two squares 45 degrees apart)
+        and a ring of wall segments (PyBullet's shape arrays are reliable with boxes only)."""
         c = self.client
         ex, _, ez = extents_of(spec)
         r = ex / 2.0
         seg = 2.0 * math.pi * r / BOWL_SEGMENTS * 1.1
-        types, halves, places, turns = [pb.GEOM_CYLINDER], [None], [[0, 0, BOWL_WALL / 2]],             [[0, 0, 0, 1]]
+        side = (r - BOWL_WALL / 2.0) * math.sqrt(2.0) / 2.0
+        halves = [[side, side, BOWL_WALL / 2.0]] * 2
+        places = [[0.0, 0.0, BOWL_WALL / 2.0]] * 2
+        turns = [[0.0, 0.0, 0.0, 1.0], list(c.getQuaternionFromEuler([0, 0, math.pi / 4]))]
         for k in range(BOWL_SEGMENTS):
             a = 2.0 * math.pi * k / BOWL_SEGMENTS
-            types.append(pb.GEOM_BOX)
             halves.append([BOWL_WALL / 2.0, seg / 2.0, ez / 2.0])
             places.append([(r - BOWL_WALL / 2) * math.cos(a), (r - BOWL_WALL / 2) * math.sin(a),
                            ez / 2.0])
             turns.append(list(c.getQuaternionFromEuler([0, 0, a])))
-        kw = {"shapeTypes": types, "radii": [r] + [0.0] * BOWL_SEGMENTS,
-              "halfExtents": [h or [0, 0, 0] for h in halves],
-              "lengths": [BOWL_WALL] + [0.0] * BOWL_SEGMENTS}
-        col = c.createCollisionShapeArray(**kw, collisionFramePositions=places,
+        n = len(halves)
+        col = c.createCollisionShapeArray(shapeTypes=[pb.GEOM_BOX] * n, halfExtents=halves,
+                                          collisionFramePositions=places,
                                           collisionFrameOrientations=turns)
-        vis = c.createVisualShapeArray(**kw, visualFramePositions=places,
-                                       visualFrameOrientations=turns,
-                                       rgbaColors=[_rgba(spec)] * (BOWL_SEGMENTS + 1))
+        vis = c.createVisualShape(pb.GEOM_MESH, fileName=str(_bowl_mesh(r, ez)),
+                                  rgbaColor=_rgba(spec))
         return c.createMultiBody(spec.mass or 0.0, col, vis, basePosition=[x, y, 0.0],
                                  baseOrientation=c.getQuaternionFromEuler([0, 0, yaw]))
 

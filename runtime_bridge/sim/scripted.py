@@ -44,7 +44,8 @@ class ScriptedPicker:
 
     def start(self, ee_pose_state: Any, truth: Mapping[str, Any]) -> None:
         self._commanded = np.asarray(ee_pose_state[0], dtype=np.float64).copy()
-        cube = np.asarray(truth["objects"][truth["target"]]["position"], dtype=np.float64)
+        target = truth.get("target") or next(iter(truth["objects"]))
+        cube = np.asarray(truth["objects"][target]["position"], dtype=np.float64)
         grasp = cube + _up(0.002)
         plan = [
             (grasp + _up(self.approach_height), OPEN, 0),

@@ -11,9 +11,12 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from collections.abc import Mapping
+from typing import Any
+
 from skills.perception.vision import ColourRange
 
-__all__ = ["BUILTIN_OBJECTS", "ObjectSpec"]
+__all__ = ["BUILTIN_OBJECTS", "ObjectSpec", "catalogue_for", "colour_range"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,3 +56,64 @@ BUILTIN_OBJECTS: tuple[ObjectSpec, ...] = (
     ObjectSpec("tray", ColourRange(0.0, 360.0, 0.0, 0.25, 0.0, 0.58), (0.21, 0.21, 0.043),
                kind="container", label="tray", max_z=0.06, full_view=0.6, min_pixels=40),
 )
+
+
+#: Colour ranges that hold under the simulator's lighting and shading, for the named colours
+#: of scene documents (:data:`harness_bt.scene.COLOURS`).
+NAMED_RANGES: dict[str, ColourRange] = {
+    "red": ColourRange(340.0, 15.0, 0.6, 1.0, 0.25, 1.0),
+    "orange": ColourRange(17.0, 38.0, 0.6, 1.0, 0.3, 1.0),
+    "yellow": ColourRange(40.0, 75.0, 0.45, 1.0, 0.4, 1.0),
+    "green": ColourRange(90.0, 160.0, 0.6, 1.0, 0.2, 1.0),
+    "cyan": ColourRange(170.0, 195.0, 0.5, 1.0, 0.25, 1.0),
+    "blue": ColourRange(200.0, 260.0, 0.6, 1.0, 0.25, 1.0),
+    "purple": ColourRange(265.0, 320.0, 0.45, 1.0, 0.2, 1.0),
+    "grey": ColourRange(0.0, 360.0, 0.0, 0.25, 0.0, 0.58),
+    "white": ColourRange(0.0, 360.0, 0.0, 0.15, 0.62, 1.0),
+    "black": ColourRange(0.0, 360.0, 0.0, 1.0, 0.0, 0.18),
+}
+
+
+def colour_range(colour: str | list[float] | tuple[float, ...]) -> ColourRange:
+    """The HSV range that finds an object of this colour: a named colour's tuned range, or,
+    for ``[r, g, b]``, its hue +-20 degrees (saturated colours) or its brightness (greys)."""
+    if isinstance(colour, str):
+        return NAMED_RANGES[colour]
+    r, g, b = (float(c) for c in colour[:3])
+    mx, mn = max(r, g, b), min(r, g, b)
+    sat = 0.0 if mx <= 0 else (mx - mn) / mx
+    if sat < 0.3:
+        return ColourRange(0.0, 360.0, 0.0, 0.25, max(0.0, mx - 0.4), min(1.0, mx + 0.1))
+    if mx == r:
+        hue = (60.0 * (g - b) / (mx - mn)) % 360.0
+    elif mx == g:
+        hue = 60.0 * (b - r) / (mx - mn) + 120.0
+    else:
+        hue = 60.0 * (r - g) / (mx - mn) + 240.0
+    return ColourRange((hue - 20.0) % 360.0, (hue + 20.0) % 360.0, 0.6 * sat, 1.0,
+                       0.25 * mx, 1.0)
+
+
+def catalogue_for(objects: Mapping[str, Any]) -> tuple[ObjectSpec, ...]:
+    """A perception catalogue for the objects of a scene document (object id -> its
+    :class:`harness_bt.scene.ObjectSpec`): each object's colour, nominal size and kind (trays
+    and bowls are containers), never where it is. Two objects of one colour cannot be told
+    apart by colour: the second is left out (perception would see one blob)."""
+    out: list[ObjectSpec] = []
+    seen: set[tuple[Any, ...]] = set()
+    for oid, obj in objects.items():
+        size = (obj.size,) * 3 if isinstance(obj.size, float) else tuple(obj.size)
+        key = (obj.colour,) if isinstance(obj.colour, str) else tuple(obj.colour)
+        if key in seen:
+            continue
+        seen.add(key)
+        container = obj.shape in ("tray", "bowl")
+        round_ = obj.shape in ("cylinder", "bowl")
+        out.append(ObjectSpec(
+            oid, colour_range(obj.colour), (float(size[0]), float(size[1]), float(size[2])),
+            kind="container" if container else "movable",
+            label=obj.label or oid.replace("_", " "),
+            yaw_period=math.pi / 2 if (round_ or abs(size[0] - size[1]) < 1e-9) else math.pi,
+            max_z=float(size[2]) + 0.017 if container else None,
+            full_view=0.6 if container else 0.8, min_pixels=40 if container else 8))
+    return tuple(out)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from harness_bt.errors import DefinitionError
 from harness_bt.runtime.observation import CameraFrame, Observation
 from harness_bt.world import ObjectUpdate, Pose, Relation
 from skills.geometry import TABLE_Z, rotation_matrix, yaw_quat
-from skills.perception.catalogue import BUILTIN_OBJECTS, ObjectSpec
+from skills.perception.catalogue import BUILTIN_OBJECTS, ObjectSpec, catalogue_for
 from skills.perception.vision import (
     back_project,
     dilate,
@@ -242,7 +243,10 @@ def _between_fingers(det: Detection, spec: ObjectSpec, observation: Observation)
     return near and 0.5 * narrow <= width <= narrow + 0.012
 
 
-def colour_perception() -> ColourPerception:
+def colour_perception(scene: Any = None) -> ColourPerception:
     """The perception for the built-in simulator's objects (the ``harness_bt.perception``
-    entry point ``colour``)."""
-    return ColourPerception(BUILTIN_OBJECTS)
+    entry point ``colour``): the objects of ``scene`` (a :class:`harness_bt.scene.Scene`, when
+    the run names one), else those of the built-in scenes."""
+    if scene is None:
+        return ColourPerception(BUILTIN_OBJECTS)
+    return ColourPerception(catalogue_for(scene.spec.objects))

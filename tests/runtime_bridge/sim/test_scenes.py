@@ -1,0 +1,96 @@
+"""The simulator builds and judges scene documents: layouts come from the seed, each shape is
+built, predicates read the physics, an episode is judged by its own scene's condition only,
+and a scene without a condition is not judged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness_bt.errors import DefinitionError
+from harness_bt.scene import load_scene, predicate_registry
+from runtime_bridge.sim.env import SimEnv
+from runtime_bridge.sim.scenes import SimScene
+from tests.runtime_bridge.sim.test_grasping import run_scripted
+
+SHAPES = """\
+name: shapes
+objects:
+  can: {shape: cylinder, size: [0.05, 0.05, 0.08], colour: yellow}
+  brick: {shape: box, size: [0.06, 0.03, 0.03], colour: orange, mass: 0.1}
+  bowl: {shape: bowl, size: [0.16, 0.16, 0.05], colour: white}
+  tray: {shape: tray, size: [0.21, 0.21, 0.043]}
+layout:
+  place:
+    tray: {pose: [0.5, 0.18, 0.0]}
+  distractors: {objects: [can, brick], count: [1, 1]}
+"""
+
+
+def test_layouts_are_seeded_and_distractors_are_chosen_from_the_seed(tmp_path: Path) -> None:
+    path = tmp_path / "shapes.yaml"
+    path.write_text(SHAPES)
+    scene = SimScene(load_scene(path))
+    first = scene.layout(np.random.default_rng([3, 0])).poses
+    assert first == scene.layout(np.random.default_rng([3, 0])).poses
+    assert first["tray"] == (0.5, 0.18, 0.0)
+    assert len(set(first) & {"can", "brick"}) == 1  # one distractor of the two
+    kinds = {frozenset(scene.layout(np.random.default_rng([s, 0])).poses) for s in range(12)}
+    assert len(kinds) == 2
+
+
+def test_every_shape_is_built_and_predicates_read_the_physics(
+        make_env: Callable[..., SimEnv], tmp_path: Path) -> None:
+    path = tmp_path / "shapes.yaml"
+    path.write_text(SHAPES.replace("count: [1, 1]", "count: [2, 2]"))
+    env = make_env(scenes=(str(path),))
+    env.reset()
+    s = env.scene
+    preds = predicate_registry()
+    assert set(s.objects) == {"can", "brick", "bowl", "tray"}
+    bowl = s.position("bowl")
+    s.client.resetBasePositionAndOrientation(s.objects["brick"], [bowl[0], bowl[1], 0.08],
+                                             [0, 0, 0, 1])
+    tray = s.position("tray")
+    s.client.resetBasePositionAndOrientation(s.objects["can"], [tray[0], tray[1], 0.09],
+                                             [0, 0, 0, 1])
+    for _ in range(45):
+        s.step()
+    assert preds.get("inside")(s, "brick", "bowl") and not preds.get("inside")(s, "brick", "tray")
+    assert preds.get("inside")(s, "can", "tray")
+    assert preds.get("still")(s, "can") and preds.get("released")(s, "can")
+    assert not preds.get("held")(s, "can") and not preds.get("lifted")(s, "brick", 0.05)
+    assert preds.get("touching")(s, "can", "tray")
+
+
+def test_a_scene_without_a_success_condition_is_not_judged(
+        make_env: Callable[..., SimEnv]) -> None:
+    env = make_env(scenes=("table",), episodes=2, num_steps=20)
+    results = run_scripted(env)
+    assert [(e["ended"], e["success"]) for e in results] == [("not_judged", None)] * 2
+    assert env.results()["final_metric"] == {}
+
+
+def test_an_episode_is_judged_by_its_own_scene_only(make_env: Callable[..., SimEnv]) -> None:
+    """The same lift that pick_cube scores a success is no success in the stack scene: a run
+    is never scored against another scene's check."""
+    picked = run_scripted(make_env(scenes=("pick_cube",), episodes=2, num_steps=150))
+    assert [e["ended"] for e in picked] == ["success"] * 2
+    stacked = run_scripted(make_env(scenes=("stack",), episodes=2, num_steps=150))
+    assert [e["ended"] for e in stacked] == ["timeout"] * 2
+    assert stacked[0]["evidence"]["condition"] == (
+        "on(top, bottom) and released(top) and still(top) and still(bottom)")
+    assert stacked[0]["evidence"]["calls"]["on(top, bottom)"] is False
+
+
+def test_scene_parameters_choose_the_target(make_env: Callable[..., SimEnv]) -> None:
+    env = make_env(scenes=("pick_cube",), params={"target": "blue_cube"}, episodes=1,
+                   num_steps=150)
+    episodes = run_scripted(env)
+    assert episodes[0]["ended"] == "success"
+    assert episodes[0]["final_ground_truth"]["blue_cube"]["held_by"] == "panda_hand"
+    with pytest.raises(DefinitionError, match="did you mean 'blue_cube'"):
+        make_env(scenes=("pick_cube",), params={"target": "blue_cub"})
