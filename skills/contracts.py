@@ -121,7 +121,12 @@ def _lift_checks(p: LiftParams, world: WorldView) -> list[Violation]:
 def _place_checks(p: PlaceParams, world: WorldView) -> list[Violation]:
     out = checks.check_frame(p) + checks.check_pose("params.target_pose", p.target_pose)
     out += checks.check_object(world, p.object_id, "params.object_id")
-    out += checks.check_object(world, p.target_id, "params.target_id")
+    if p.target_id is not None:
+        out += checks.check_object(world, p.target_id, "params.target_id")
+    elif p.onto != "pose":
+        out.append(Violation("params.target_id", f"placing {p.onto} needs the object to place "
+                             "it on", code="INVALID_PARAMS", value=None,
+                             fix="give target_id, or onto: pose to place at target_pose"))
     if p.object_id == p.target_id:
         out.append(Violation("params.target_id", "an object cannot be placed on itself",
                            code="INVALID_PARAMS", value=p.target_id,
@@ -174,6 +179,10 @@ def _release_post(p: ReleaseParams) -> list[Postcondition]:
 
 
 def _place_post(p: PlaceParams) -> list[Postcondition]:
+    if p.onto == "pose":
+        return [Postcondition("at_pose", {"object_id": p.object_id,
+                                          "pose": list(p.target_pose[:3]),
+                                          "tolerance_m": min(p.max_offset_m, 0.025)})]
     if p.onto == "top":
         return [Postcondition("rests_on", {"object_id": p.object_id, "target": p.target_id,
                                            "max_offset_m": min(p.max_offset_m, 0.02)})]

@@ -23,7 +23,8 @@ from harness_bt.skill import Postcondition
 from harness_bt.world import WorldObject, WorldView
 from skills.geometry import TABLE_Z, yaw_of
 
-__all__ = ["EVALUATORS", "evaluator_registry", "grasped", "joints_at", "placed_on", "rests_on"]
+__all__ = ["EVALUATORS", "at_pose", "evaluator_registry", "grasped", "joints_at", "placed_on",
+           "rests_on"]
 
 NEAR_XY_M = 0.025  # the object's centre this close to the TCP (horizontally) is between the fingers
 NEAR_Z_M = 0.03
@@ -225,6 +226,45 @@ def rests_on(post: Postcondition, observation: Observation, world: WorldView
     return EvaluationResult.succeeded(*evidence, f"{oid} rests on {tid}")
 
 
+def at_pose(post: Postcondition, observation: Observation, world: WorldView
+            ) -> EvaluationResult:
+    """``object_id`` rests at ``pose`` ([x, y, z]: its centre there) and the hand has let go.
+
+    Params: ``tolerance_m`` (horizontal distance from the pose's x, y), ``max_drop_m`` (its
+    centre at most this far above or below the pose's z: resting, not in the air). Sources:
+    vision of the object in this observation, the finger gap and the hand's position.
+    UNKNOWN when the object is not visible now.
+    """
+    oid = str(post.params["object_id"])
+    goal = np.asarray(post.params["pose"], dtype=float)[:3]
+    obj, why = _seen(post, observation, world, oid)
+    width = _object_width(post, obj)
+    gap, gap_text = _gap(observation, width)
+    if obj is None:
+        return EvaluationResult.unknown(why, gap_text)
+    pos = np.asarray(obj.pose.position, dtype=float)
+    tcp = np.asarray(observation.ee_pose.position, dtype=float)
+    off = float(np.hypot(*(pos[:2] - goal[:2])))
+    dz = float(pos[2] - goal[2])
+    tol = float(post.params.get("tolerance_m", 0.025))
+    max_drop = float(post.params.get("max_drop_m", 0.015))
+    hand = float(np.linalg.norm(pos - tcp))
+    evidence: list[Any] = [
+        f"{oid} at {_r(pos)} (conf {obj.confidence:.2f}, t={obj.provenance.timestep}); goal "
+        f"{_r(goal)}: {off:.3f} m across (at most {tol:.3f} m), {dz:+.3f} m up",
+        gap_text, f"hand {hand:.3f} m from {oid}",
+    ]
+    if hand < 0.06 and gap == "holding":
+        return EvaluationResult.failed(*evidence, f"{oid} is still in the hand")
+    if off > tol:
+        return EvaluationResult.failed(*evidence, f"{oid} is not at the goal")
+    if abs(dz) > max_drop:
+        return EvaluationResult.failed(*evidence, f"{oid} is not resting at the goal's height")
+    if hand < 0.06 and gap is None:
+        return EvaluationResult.unknown(*evidence, "cannot tell whether the hand let go")
+    return EvaluationResult.succeeded(*evidence, f"{oid} placed at the goal")
+
+
 def joints_at(post: Postcondition, observation: Observation, world: WorldView
               ) -> EvaluationResult:
     """The arm's joints (first ``len(joints)``) are within ``tolerance_rad`` of ``joints``."""
@@ -243,7 +283,7 @@ def joints_at(post: Postcondition, observation: Observation, world: WorldView
 
 #: name -> evaluator, as the entry points register them.
 EVALUATORS = {"grasped": grasped, "placed_on": placed_on, "inside": placed_on,
-              "rests_on": rests_on, "joints_at": joints_at}
+              "rests_on": rests_on, "at_pose": at_pose, "joints_at": joints_at}
 
 
 def evaluator_registry() -> EvaluatorRegistry:

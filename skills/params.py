@@ -116,15 +116,17 @@ class ReleaseParams(SkillParams):
 
 
 class PlaceParams(SkillParams):
-    """Carry the held ``object_id`` over ``target_pose`` (the target's centre), lower it until
-    contact is felt or the TCP is ``min_height_m`` above the target's centre, open, and back
-    off ``retreat_m`` upwards. ``onto``: ``inside`` a container (tray, bowl: judged by the
-    ``inside`` evaluator) or on ``top`` of an object (a cube on a cube: ``rests_on``)."""
+    """Carry the held ``object_id`` over ``target_pose``, lower it until contact is felt or the
+    TCP is ``min_height_m`` above that pose, open, and back off ``retreat_m`` upwards.
+    ``onto``: ``inside`` a container (tray, bowl; ``target_pose`` its centre: judged by the
+    ``inside`` evaluator), on ``top`` of an object (a cube on a cube: ``rests_on``), or at a
+    ``pose`` on the table (``target_pose`` the object's centre there, e.g. from
+    ``derive_pose``; no ``target_id``: ``at_pose``)."""
 
     object_id: str = Field(min_length=1)
-    target_id: str = Field(min_length=1)
-    onto: Literal["inside", "top"] = "inside"
-    target_pose: Pose = _pose("the target's pose from the world model")
+    target_id: str | None = Field(None, min_length=1)
+    onto: Literal["inside", "top", "pose"] = "inside"
+    target_pose: Pose = _pose("the target's pose (world model or derive_pose)")
     frame: str = "world"
     min_height_m: float = Field(0.008, ge=0.0, le=0.2)
     retreat_m: float = Field(0.08, ge=0.0, le=0.3)
@@ -132,7 +134,7 @@ class PlaceParams(SkillParams):
     lower_speed_mps: float = Field(0.08, gt=0.0, le=0.3)
     max_offset_m: float = Field(0.06, gt=0.0, le=0.2,
                                 description="evaluation: largest distance from the target's "
-                                "centre that still counts as placed")
+                                "centre (or pose) that still counts as placed")
 
 
 class HomeParams(SkillParams):

@@ -13,6 +13,7 @@ from harness_bt.context import OutcomeKind
 from harness_bt.errors import DefinitionError, reason_code
 from harness_bt.ledger import Command, CommandEvent, CommandRecord, CommandState, LedgerError
 from harness_bt.nodes.base import HarnessNode, NodeManifest, Port
+from harness_bt.nodes.poses import DerivedPose
 from harness_bt.skill import SkillContract, validate_params
 from harness_bt.world import WorldSnapshot
 
@@ -47,7 +48,9 @@ class SkillAction(HarnessNode):
     command a restart left open and the runtime never started is issued again under the next
     attempt number). Params come from
     ``params`` (literals), ``inputs`` (param -> blackboard key) and ``objects`` (param -> object
-    id: the param gets the object's pose, and the object's version becomes a premise). With
+    id: the param gets the object's pose, and the object's version becomes a premise); an input
+    holding a :class:`~harness_bt.nodes.poses.DerivedPose` gives its pose and adds the premises
+    it rests on (:mod:`harness_bt.nodes.poses`). With
     ``snapshot`` (a blackboard key written by Observe / Check ``record=``) the poses and versions
     come from that snapshot, i.e. from the plan, and the ledger rejects the command at dispatch
     if an object changed since. The command id is written to the blackboard under ``output``
@@ -255,13 +258,17 @@ class SkillAction(HarnessNode):
                 return self.fail(OutcomeKind.FAILED, "MISSING_INPUT", retryable=False,
                                  param=param, key=key)
             raw[param] = ctx.blackboard[key]
+        premises: dict[str, int] = {}
+        for param, value in list(raw.items()):
+            if isinstance(value, DerivedPose):  # a pose made by derive_pose: its own premises
+                raw[param] = value.to_list()
+                premises.update(value.premises)
         snapshot: WorldSnapshot | None = None
         if self.snapshot_key is not None:
             snapshot = ctx.blackboard.get(self.snapshot_key)
             if not isinstance(snapshot, WorldSnapshot):
                 return self.fail(OutcomeKind.FAILED, "MISSING_SNAPSHOT", retryable=True,
                                  key=self.snapshot_key)
-        premises: dict[str, int] = {}
         for param, oid in self.objects.items():
             obj = snapshot.objects.get(oid) if snapshot is not None else ctx.world.get(oid)
             if obj is None:
