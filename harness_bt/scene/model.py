@@ -139,5 +139,7 @@ class SceneSpec(_Spec):
     layout: LayoutSpec = Field(default_factory=LayoutSpec)
     cameras: list[str] = Field(default_factory=list, description="camera specs "
                                "(NAME[:WxH][:eye=x,y,z]...); empty: the runner's default")
+    max_steps: int | None = Field(None, ge=1, description="simulator steps an episode of this "
+                                  "scene may take (default: the simulator's, 600 = 20 s)")
     success: SuccessSpec | None = Field(None, description="none: the simulator does not judge "
                                         "episodes of this scene (verdict not judged)")

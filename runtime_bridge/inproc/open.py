@@ -45,8 +45,8 @@ def _faults(faults: dict[str, float]) -> Any:
 def open_runtime(options: RunOptions) -> InProcRuntime:
     """The runtime ``options`` ask for (see the module docstring). ``options.extra`` may hold
     ``executors`` (``package.module:factory``, instead of the installed executors),
-    ``num_steps`` (per episode, built-in simulator; for a
-    server, overrides what it reports), ``success_hold_steps`` and ``render`` (built-in
+    ``num_steps`` (per episode, built-in simulator: default the scene's ``max_steps``, else
+    600; for a server, overrides what it reports), ``success_hold_steps`` and ``render`` (built-in
     simulator: ``round_robin``, the default, or ``all``)."""
     extra = dict(options.extra)
     executors = load_executors(extra.get("executors"))
@@ -72,10 +72,13 @@ def open_runtime(options: RunOptions) -> InProcRuntime:
             "NO_SCENE", f"task {options.task!r} names no scene for the built-in simulator",
             fix="add 'scene: NAME' to the task (harness scenes lists them), or pass --scene "
                 "NAME_OR_FILE")
+    from harness_bt.scene import load_scene
+
+    own_steps = load_scene(options.scene, params=options.params).spec.max_steps
     config = SimConfig(
         scenes=(options.scene,), params=dict(options.params),
         episodes=max(1, int(options.episodes)), seed=int(options.seed),
-        num_steps=int(extra.get("num_steps", 600)),
+        num_steps=int(extra.get("num_steps", own_steps or 600)),
         cameras=tuple(parse_camera_spec(c) for c in (options.cameras or DEFAULT_CAMERAS)),
         faults=faults,
         success_hold_steps=int(extra.get("success_hold_steps", DEFAULT_HOLD_STEPS)),

@@ -8,11 +8,9 @@ the simulator's state: it says "the red cube is red and 4 cm wide", never where 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal
-
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from skills.perception.vision import ColourRange
 
@@ -97,16 +95,11 @@ def colour_range(colour: str | list[float] | tuple[float, ...]) -> ColourRange:
 def catalogue_for(objects: Mapping[str, Any]) -> tuple[ObjectSpec, ...]:
     """A perception catalogue for the objects of a scene document (object id -> its
     :class:`harness_bt.scene.ObjectSpec`): each object's colour, nominal size and kind (trays
-    and bowls are containers), never where it is. Two objects of one colour cannot be told
-    apart by colour: the second is left out (perception would see one blob)."""
+    and bowls are containers), never where it is. Objects of one colour are told apart blob by
+    blob and tracked (:mod:`skills.perception.instances`)."""
     out: list[ObjectSpec] = []
-    seen: set[tuple[Any, ...]] = set()
     for oid, obj in objects.items():
         size = (obj.size,) * 3 if isinstance(obj.size, float) else tuple(obj.size)
-        key = (obj.colour,) if isinstance(obj.colour, str) else tuple(obj.colour)
-        if key in seen:
-            continue
-        seen.add(key)
         container = obj.shape in ("tray", "bowl")
         round_ = obj.shape in ("cylinder", "bowl")
         out.append(ObjectSpec(

@@ -29,7 +29,9 @@ from harness_bt.runtime.observation import CameraFrame, Observation
 from harness_bt.world import ObjectUpdate, Pose, Relation
 from skills.geometry import TABLE_Z, rotation_matrix, yaw_quat
 from skills.perception.catalogue import BUILTIN_OBJECTS, ObjectSpec, catalogue_for
+from skills.perception.instances import InstanceTracker, components
 from skills.perception.vision import (
+    ColourRange,
     back_project,
     dilate,
     erode_min,
@@ -78,10 +80,18 @@ class ColourPerception:
         self.hand_clearance_m = hand_clearance_m
         self._containers: dict[str, Detection] = {}
         self.last_detections: dict[str, Detection] = {}
+        groups: dict[ColourRange, list[str]] = {}
+        for spec in self.catalogue:
+            groups.setdefault(spec.colour, []).append(spec.object_id)
+        #: colour groups of several objects: tracked blob by blob (skills.perception.instances)
+        self._trackers = {ids[0]: InstanceTracker(ids) for ids in groups.values() if len(ids) > 1}
+        self._group_of = {oid: ids[0] for ids in groups.values() if len(ids) > 1 for oid in ids}
 
     def reset(self) -> None:
         self._containers.clear()
         self.last_detections = {}
+        for tracker in self._trackers.values():
+            tracker.reset()
 
     # ------------------------------------------------------------------ one observation
 
@@ -89,13 +99,19 @@ class ColourPerception:
         if observation.reset:
             self.reset()
         best: dict[str, Detection] = {}
+        grouped: dict[str, list[Detection]] = {g: [] for g in self._trackers}
         for name, frame in observation.cameras.items():
             if frame.rgb is None or frame.depth is None:
                 continue
             for det in self.detect(name, frame, observation):
+                if det.object_id in grouped:
+                    grouped[det.object_id].append(det)
+                    continue
                 old = best.get(det.object_id)
                 if old is None or det.confidence > old.confidence:
                     best[det.object_id] = det
+        for group, dets in grouped.items():
+            best.update(self._trackers[group].assign(dets))
         self.last_detections = best
         specs = {s.object_id: s for s in self.catalogue}
         for oid, det in best.items():
@@ -115,7 +131,9 @@ class ColourPerception:
 
     def detect(self, camera: str, frame: CameraFrame, observation: Observation
                ) -> list[Detection]:
-        """Every catalogue object found in one frame (confidence may be low)."""
+        """Every catalogue object found in one frame (confidence may be low). Objects that share
+        a colour give one detection per blob, each under the group's first id (the caller
+        names them)."""
         assert frame.rgb is not None and frame.depth is not None
         depth = np.asarray(frame.depth, dtype=np.float64)
         h, s, v = hsv(np.asarray(frame.rgb))
@@ -123,10 +141,17 @@ class ColourPerception:
         tcp = np.asarray(observation.ee_pose.position, dtype=np.float64)
         out = []
         for spec in self.catalogue:
-            det = self._detect_one(spec, camera, frame, depth, spec.colour.mask(h, s, v) & valid,
-                                   tcp)
-            if det is not None:
-                out.append(det)
+            group = self._group_of.get(spec.object_id)
+            mask = spec.colour.mask(h, s, v) & valid
+            if group is None:
+                det = self._detect_one(spec, camera, frame, depth, mask, tcp)
+                if det is not None:
+                    out.append(det)
+            elif group == spec.object_id:
+                for blob in components(mask, spec.min_pixels):
+                    det = self._detect_one(spec, camera, frame, depth, blob, tcp)
+                    if det is not None:
+                        out.append(det)
         return out
 
     # ------------------------------------------------------------------ internals

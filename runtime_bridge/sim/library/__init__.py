@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["HERE", "PICK_AND_PLACE", "PICK_CUBE", "PLACE_AT", "STACK", "TABLE"]
+__all__ = ["HERE", "PICK_AND_PLACE", "PICK_CUBE", "PLACE_AT", "SORT", "STACK", "TABLE"]
 
 HERE = Path(__file__).resolve().parent
 PICK_CUBE = HERE / "pick_cube.yaml"
@@ -13,3 +13,4 @@ PICK_AND_PLACE = HERE / "pick_and_place.yaml"
 STACK = HERE / "stack.yaml"
 PLACE_AT = HERE / "place_at.yaml"
 TABLE = HERE / "table.yaml"
+SORT = HERE / "sort.yaml"
