@@ -58,8 +58,9 @@ class _Node(BaseModel):
 
 class SubtreeRef(_Node):
     """Use a named subtree here. ``remap`` renames its blackboard keys (inner -> outer);
-    ``values`` gives inner keys fixed values; with ``autoremap`` (default) other keys are
-    shared with the including tree, without it they are private to this use."""
+    ``values`` gives inner keys fixed values, which are also the subtree's inputs (``{key}``
+    in its values); with ``autoremap`` (default) other keys are shared with the including
+    tree, without it they are private to this use."""
 
     subtree: str = Field(description="the subtree's name (this file's or an included one)")
     name: str | None = Field(None, pattern=NAME_PATTERN,
@@ -67,7 +68,8 @@ class SubtreeRef(_Node):
     remap: dict[str, str] = Field(default_factory=dict,
                                   description="inner blackboard key -> outer key")
     values: dict[str, Any] = Field(default_factory=dict,
-                                   description="inner blackboard key -> fixed value")
+                                   description="inner key -> fixed value (a blackboard "
+                                   "value, and the value of '{key}' in the subtree)")
     autoremap: bool = Field(True, description="share unmapped keys with the including tree")
 
 

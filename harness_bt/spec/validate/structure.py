@@ -14,12 +14,13 @@ from pydantic import BaseModel, ValidationError
 from harness_bt.plugins import did_you_mean
 from harness_bt.spec.model import EVENTS, LibrarySpec, TaskSpec, phase_tag
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, node_tag
+from harness_bt.spec.placeholders import has_placeholders
 from harness_bt.spec.problems import Problem
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import DocPath, Document, format_path
 
 __all__ = ["Structure", "check_library", "check_task", "check_tree_shape", "find_trees",
-           "nonfinite"]
+           "is_template", "nonfinite"]
 
 TagFn = Callable[[Any], str | None]
 _TYPES = {"string_type": "text", "int_type": "a whole number", "float_type": "a number",
@@ -65,6 +66,18 @@ def find_trees(data: Any) -> list[DocPath]:
 
     phases(data.get("phases"), ("phases",))
     return out
+
+
+def is_template(doc: Document, tree_path: DocPath, registries: Registries) -> bool:
+    """A subtree with ``{name}`` in its values: checked per use (a copy with the use's
+    values), not where it is defined."""
+    if tree_path[:1] != ("subtrees",):
+        return False
+    try:
+        tree = doc.get(tree_path)
+    except (KeyError, IndexError, TypeError):
+        return False
+    return has_placeholders(tree, registries.models)
 
 
 def nonfinite(doc: Document) -> list[Problem]:
@@ -372,6 +385,8 @@ def _check(doc: Document, registries: Registries, model: type[BaseModel], what: 
         if model is TaskSpec:
             spec = lenient_task(doc.data, exc, structure)
     for tree_path in find_trees(doc.data):
+        if is_template(doc, tree_path, registries):
+            continue
         found, bad = check_tree_shape(doc, tree_path, registries)
         problems += found
         bad_nodes |= bad
