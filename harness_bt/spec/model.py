@@ -31,6 +31,7 @@ from pydantic import (
 __all__ = [
     "EVENTS",
     "PARAM_TYPES",
+    "PLACEHOLDER_PATTERN",
     "AtomicSpec",
     "BudgetSpec",
     "CompoundSpec",
@@ -56,6 +57,8 @@ NODE_REF = "x-harness-node"
 NodeDict = Annotated[dict[str, Any], WithJsonSchema({NODE_REF: True})]
 
 _ID = r"^[A-Za-z_][A-Za-z0-9_]*$"
+#: ``{name}``: a task parameter or a subtree input standing for a value
+PLACEHOLDER_PATTERN = r"^\{[A-Za-z_][A-Za-z0-9_]*\}$"
 
 
 def _text_or_int(value: Any) -> Any:

@@ -10,6 +10,7 @@ come from the same models.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, cast
@@ -21,14 +22,16 @@ from pydantic import (
     Field,
     Tag,
     TypeAdapter,
+    ValidatorFunctionWrapHandler,
     WithJsonSchema,
+    WrapValidator,
     create_model,
 )
 
 from harness_bt.nodes.base import NodeManifest, NodeType, Port
 from harness_bt.nodes.skill_action import SkillAction
 from harness_bt.plugins import Registry
-from harness_bt.spec.model import NODE_REF, Int
+from harness_bt.spec.model import NODE_REF, PLACEHOLDER_PATTERN, Int
 
 __all__ = ["SKILL_TAG", "SUBTREE_TAG", "NodeModels", "SubtreeRef", "node_tag", "resolve_node_refs"]
 
@@ -75,6 +78,24 @@ class SubtreeRef(_Node):
 
 _SCALAR: dict[str, Any] = {"str": str, "int": Int, "float": float, "bool": bool,
                            "list": list[Any], "dict": dict[str, Any], "expr": str, "any": Any}
+_PLACEHOLDER = re.compile(PLACEHOLDER_PATTERN)
+_VALUE_SCHEMA = {"int": {"type": "integer"}, "float": {"type": "number"},
+                 "bool": {"type": "boolean"}, "list": {"type": "array", "items": {}}}
+_PLACEHOLDER_SCHEMA = {"type": "string", "pattern": PLACEHOLDER_PATTERN,
+                       "description": "a task parameter or subtree input: {name}"}
+
+
+def _keep_placeholder(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """``{name}`` passes (it is substituted before the value is checked again)."""
+    if isinstance(value, str) and _PLACEHOLDER.fullmatch(value):
+        return value
+    return handler(value)
+
+
+def _or_placeholder(kind: Any, port_type: str) -> Any:
+    """A value port's type that also takes ``{name}`` (in the schema too)."""
+    return Annotated[kind, WrapValidator(_keep_placeholder), WithJsonSchema(
+        {"anyOf": [_VALUE_SCHEMA[port_type], _PLACEHOLDER_SCHEMA]})]
 
 
 @dataclass
@@ -117,6 +138,8 @@ class NodeModels:
             kind = Literal[tuple(sorted(self.skills))]
         else:
             kind = _SCALAR.get(port.type, Any)
+            if port.type in _VALUE_SCHEMA and not port.blackboard:
+                kind = _or_placeholder(kind, port.type)
         extra: Any = {"blackboard": port.blackboard} if port.blackboard else None
         description = port.description or None
         if port.required:

@@ -385,8 +385,6 @@ def _check(doc: Document, registries: Registries, model: type[BaseModel], what: 
         if model is TaskSpec:
             spec = lenient_task(doc.data, exc, structure)
     for tree_path in find_trees(doc.data):
-        if is_template(doc, tree_path, registries):
-            continue
         found, bad = check_tree_shape(doc, tree_path, registries)
         problems += found
         bad_nodes |= bad

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from harness_bt.nodes import NodeRegistry
 from harness_bt.skill import SkillRegistry
 from harness_bt.spec import Document
+from harness_bt.spec.model import PLACEHOLDER_PATTERN
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.schema import BUILTIN_SCHEMA, builtin_schema, render_schema, task_schema
 from harness_bt.spec.validate.structure import check_task
@@ -61,7 +62,9 @@ def test_the_schema_names_every_node_type_and_the_known_skills() -> None:
     assert skill["enum"] == ["align", "approach", "grasp", "navigate", "place", "release"]
     assert schema["$defs"]["Node_retry"]["properties"]["attempts"] == {
         "default": 3, "description": "runs in all, the first included", "title": "Attempts",
-        "type": "integer"}
+        "anyOf": [{"type": "integer"},  # a value, or a task parameter / subtree input
+                  {"type": "string", "pattern": PLACEHOLDER_PATTERN,
+                   "description": "a task parameter or subtree input: {name}"}]}
 
 
 def _corpus() -> list[tuple[str, Any]]:
