@@ -25,7 +25,7 @@ from harness_bt.plugins import did_you_mean
 from harness_bt.spec.expr import ExprError, compile_expr
 from harness_bt.spec.library import Library, SubtreeDef
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, NodeModels, node_tag
-from harness_bt.spec.placeholders import Substitution, substitute_tree
+from harness_bt.spec.placeholders import PLACEHOLDER, Substitution, substitute_tree
 from harness_bt.spec.problems import Problem, Report, Severity
 from harness_bt.spec.source import DocPath, Document, format_path
 
@@ -70,7 +70,7 @@ class Expander:
     #: every ``{name}`` met in a subtree use or copy
     used_names: set[str] = field(default_factory=set)
     #: called with each subtree copy whose values were substituted (to check it)
-    on_copy: Callable[[SubtreeDef, Any], None] | None = None
+    on_copy: Callable[[SubtreeDef, Any, list[tuple[str, DocPath]]], None] | None = None
 
     def expand(self, tree: Any, doc: Document, path: DocPath, *,
                mapping: KeyMap = _identity, via: tuple[str, ...] = (),
@@ -113,6 +113,8 @@ class Expander:
 
     def _record(self, key: str, mode: str, doc: Document, path: DocPath, by: str,
                 via: tuple[str, ...]) -> None:
+        if PLACEHOLDER.fullmatch(key.rpartition(".")[2]):
+            return  # '{name}' where a key belongs: reported as PARAM_IN_KEY_PORT
         self.uses.append(KeyUse(key, mode, doc, path, by, via))
 
     def _keys(self, port: Port, value: Any, doc: Document, path: DocPath, mapping: KeyMap,
@@ -236,7 +238,7 @@ class Expander:
         if copy.used or copy.in_keys:
             self._inputs(copy, sub, name, doc, path)
             if self.on_copy is not None:
-                self.on_copy(sub, tree)
+                self.on_copy(sub, tree, copy.missing)
         for key, value in values.items():
             self.defaults[f"{use_name}.{key}"] = value
             self._record(f"{use_name}.{key}", "write", doc, (*path, "values", key),

@@ -189,7 +189,8 @@ def _check_declaration(doc: Document, name: str, decl: ParamSpec, binding: Bindi
     here = ("params", name)
 
     def add(code: str, message: str, path: DocPath, fix: str) -> None:
-        binding.problems.append(Problem(code, message, doc.where(path, key=True), fix=fix,
+        key = path[-1] in ("min", "max", "size")  # the key is the fault; else the value
+        binding.problems.append(Problem(code, message, doc.where(path, key=key), fix=fix,
                                         path=format_path(path)))
 
     for key, kinds in (("min", ("number", "integer")), ("max", ("number", "integer")),

@@ -77,13 +77,14 @@ class Substitution:
         return value
 
 
-def _keys_with_placeholders(value: Any) -> list[str]:
+def _found(value: Any, path: DocPath) -> list[tuple[str, DocPath]]:
+    """Every ``{name}`` in ``value``, with the path of the string holding it."""
     if isinstance(value, str):
-        return PLACEHOLDER.findall(value)
+        return [(name, path) for name in PLACEHOLDER.findall(value)]
     if isinstance(value, list):
-        return [n for v in value for n in _keys_with_placeholders(v)]
+        return [f for i, v in enumerate(value) for f in _found(v, (*path, i))]
     if isinstance(value, dict):
-        return [n for v in value.values() for n in _keys_with_placeholders(v)]
+        return [f for k, v in value.items() for f in _found(v, (*path, k))]
     return []
 
 
@@ -107,7 +108,7 @@ def substitute_tree(tree: Any, path: DocPath, models: NodeModels, sub: Substitut
         elif port.type == "trees" and isinstance(value, list):
             out[key] = [substitute_tree(v, (*here, i), models, sub) for i, v in enumerate(value)]
         elif port.blackboard:
-            sub.in_keys += [(name, here, key) for name in _keys_with_placeholders(value)]
+            sub.in_keys += [(name, at, key) for name, at in _found(value, here)]
             out[key] = value
         else:
             out[key] = sub.value(value, here)

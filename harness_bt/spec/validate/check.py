@@ -4,10 +4,13 @@ in file order."""
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import ValidationError
 
 from harness_bt.spec.expand import Expander
 from harness_bt.spec.expr import ExprError, compile_expr
@@ -90,10 +93,13 @@ def check_document(doc: Document, registries: Registries, *,
         return Checked(doc, report, None, Library(documents=[doc]), registries)
     binding = bind_params(doc, params, origin=origin)
     report.extend(binding.problems)
+    written = copy.deepcopy(doc.data)
     found, used = substitute_phases(doc, binding, registries, find_trees(doc.data))
     report.extend(found)
     spec, found = check_task(doc, registries)
     report.extend(found)
+    if spec is not None and used:
+        spec = _as_written(spec, written)
     library = Library.gather(doc, registries, report)
     for d in library.documents:
         for tree_path in find_trees(d.data):
@@ -123,6 +129,14 @@ def check_document(doc: Document, registries: Registries, *,
     report.extend(check_blackboard(uses, defaults))
     report.problems = _order(report.problems, [d.file for d in library.documents])
     return Checked(doc, report, spec, library, registries, params=dict(binding.values))
+
+
+def _as_written(spec: TaskSpec, data: object) -> TaskSpec:
+    """The spec of the document as written (its trees keep their ``{name}`` uses)."""
+    try:
+        return TaskSpec.model_validate(data)
+    except ValidationError:
+        return spec  # the trees were not the fault: the lenient skeleton stands
 
 
 def _guard_texts(library: Library) -> list[Problem]:

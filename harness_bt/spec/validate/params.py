@@ -15,7 +15,7 @@ from harness_bt.spec.problems import Problem, Report
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import DocPath, Document, format_path
 from harness_bt.spec.validate.nodes import check_nodes
-from harness_bt.spec.validate.structure import check_tree_shape
+from harness_bt.spec.validate.structure import check_tree_shape, node_of
 
 __all__ = ["check_copy", "substitute_phases"]
 
@@ -36,6 +36,7 @@ def substitute_phases(doc: Document, binding: Binding, registries: Registries,
         parent[tree_path[-1]] = tree
         used |= sub.used
         for name, at in sub.missing:
+            doc.bad_nodes.add(node_of(doc, at, tree_path))  # its value checks would mislead
             if name in binding.broken:
                 continue  # reported where it is declared
             out.append(Problem(
@@ -52,17 +53,19 @@ def substitute_phases(doc: Document, binding: Binding, registries: Registries,
     return out, used
 
 
-def check_copy(report: Report, registries: Registries) -> Callable[[SubtreeDef, Any], None]:
+def check_copy(report: Report, registries: Registries
+               ) -> Callable[[SubtreeDef, Any, list[tuple[str, DocPath]]], None]:
     """The check of a subtree copy made for one use: its shape and its nodes, reported at
-    the subtree's definition."""
-    def check(sub: SubtreeDef, tree: Any) -> None:
+    the subtree's definition (``missing``: the ``{name}`` left without a value, whose nodes
+    are not checked further)."""
+    def check(sub: SubtreeDef, tree: Any, missing: list[tuple[str, DocPath]]) -> None:
         if sub.path[:1] != ("subtrees",) or len(sub.path) != 2:
             return
         view = Document(sub.doc.file, {"subtrees": {sub.path[1]: tree}}, path=sub.doc.path,
                         marks=sub.doc.marks, key_marks=sub.doc.key_marks,
                         format=sub.doc.format)
         found, bad = check_tree_shape(view, sub.path, registries)
-        view.bad_nodes |= bad
+        view.bad_nodes |= bad | {node_of(view, at, sub.path) for _, at in missing}
         report.extend(found)
         report.extend(check_nodes(view, sub.path, registries))
     return check
