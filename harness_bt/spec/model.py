@@ -229,7 +229,8 @@ class TaskSpec(_Spec):
                               "runs on: a scene's name or a scene file's path")
     params: dict[ParamName, ParamSpec] = Field(
         default_factory=dict, description="parameters: name -> declaration; '{name}' in a "
-        "tree's values stands for the value")
+        "tree's values stands for the value",
+        json_schema_extra={"propertyNames": {"pattern": _ID}})
     includes: list[str] = Field(
         default_factory=list, description="YAML files (their subtrees and guards) or "
         "BehaviorTree.CPP XML files (each BehaviorTree is a subtree), relative to this file")
