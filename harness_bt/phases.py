@@ -218,8 +218,11 @@ class Task:
     def __init__(self, name: str, phases: Sequence[PhaseSpec], *, initial: str | None = None,
                  budget: TaskBudget | None = None, description: str = "",
                  version: str = "1", nodes: Registry[NodeType] | None = None,
-                 instruction: str = "", blackboard: Mapping[str, Any] | None = None) -> None:
+                 instruction: str = "", blackboard: Mapping[str, Any] | None = None,
+                 scene: str | None = None, params: Mapping[str, Any] | None = None) -> None:
         self.name = name
+        self.scene = scene  # the simulator scene it runs on (a name or a path), if it says
+        self.params = dict(params or {})  # its parameters' values, name -> value
         self.phases = tuple(phases)
         self.initial = initial
         self.budget = budget or TaskBudget()
@@ -333,7 +336,8 @@ class Task:
                    description=str(data.get("description", "")),
                    version=str(data.get("version", "1")), nodes=nodes,
                    instruction=str(data.get("instruction", "")),
-                   blackboard=data.get("blackboard"))
+                   blackboard=data.get("blackboard"), scene=data.get("scene"),
+                   params=data.get("params"))
 
     # ------------------------------------------------------------------ validation
 
@@ -472,6 +476,8 @@ class Task:
             "description": self.description,
             "instruction": self.instruction,
             "blackboard": dict(self.blackboard),
+            "scene": self.scene,
+            "params": dict(self.params),
             "initial": self.initial or self.phases[0].id,
             "budget": self.budget.to_dict(),
             "phases": [phase(s) for s in self.phases],

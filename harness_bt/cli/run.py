@@ -27,6 +27,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from harness_bt.cli.spec import SET_HELP, parse_set
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
 from harness_bt.phases import Task
@@ -213,9 +214,12 @@ def run(
     journal: Path = typer.Option(None, "--journal", help="Journal the run (ledger, chart, "
                                  "progress) in this SQLite file, so that harness resume FILE "
                                  "can finish it after a crash (needs --runtime)."),
+    set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
+    scene: str = typer.Option(None, "--scene", help="The simulator scene to run (a scene's "
+                              "name or a scene file's path; default: the task's scene:)."),
 ) -> None:
     """Run a task file against a simulator, episode by episode, and report honestly."""
-    task = load_task(task_file)
+    task = load_task(task_file, params=parse_set(set_))
     extra: dict[str, object] = {}
     if num_steps is not None:
         extra["num_steps"] = num_steps
@@ -240,13 +244,15 @@ def run(
         bridge = "zmq"
     options = RunOptions(task=task.name, sim_url=sim, episodes=episodes, seed=seed,
                          faults=parse_inject(inject), cameras=tuple(camera) if camera else None,
-                         extra=extra, runtime_url=runtime)
+                         extra=extra, runtime_url=runtime, scene=scene or task.scene,
+                         params=dict(task.params))
     open_journal = None
     if journal is not None:
         def open_journal(_: EpisodeRuntime) -> DurableRun:
             return start_durable(journal, task_file=task_file, task_name=task.name,
                                  bridge=bridge, runtime_url=runtime, perception=perception,
-                                 trace=None if trace is None else str(trace))
+                                 trace=None if trace is None else str(trace),
+                                 params=options.params, scene=options.scene)
     if graph is not None:
         from harness_bt.viz.render import FORMATS
 
@@ -301,13 +307,14 @@ def resume(
     durable = open_durable(journal)
     try:
         header = durable.header
-        task = load_task(Path(header.task_file))
+        task = load_task(Path(header.task_file), params=header.params)
         min_epoch = max(durable.ledger.epoch, int(durable.journal.progress().get("epoch", 0)))
         url = runtime or header.runtime_url
         extra: dict[str, object] = {"min_epoch": min_epoch}
         if runtime_telemetry is not None:
             extra["telemetry"] = runtime_telemetry
-        options = RunOptions(task=task.name, runtime_url=url, extra=extra)
+        options = RunOptions(task=task.name, runtime_url=url, extra=extra,
+                             scene=header.scene, params=dict(task.params))
         if trace is None and header.trace:  # run.jsonl -> run.resumed.jsonl, .resumed2, ...
             old = Path(header.trace)
             n = 1
@@ -354,7 +361,11 @@ def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
                                       on_tick=view, runtime=runtime, durable=durable)
         else:
             if not as_json:
-                console.print(f"running {task.name}: {episodes} episode(s)"
+                given = ", ".join(f"{k}={v}" for k, v in options.params.items())
+                console.print(f"running {task.name}"
+                              + (f" ({given})" if given else "")
+                              + (f" in scene {options.scene}" if options.scene else "")
+                              + f": {episodes} episode(s)"
                               + ("" if options.runtime_url else f" from seed {seed}")
                               + (f" against {where}" if where else " on the built-in simulator")
                               + (f", journal {durable.path}" if durable is not None else ""))

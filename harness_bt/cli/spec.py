@@ -11,11 +11,30 @@ from rich.console import Console
 from harness_bt.errors import DefinitionError
 from harness_bt.plugins import load_reference
 
-__all__ = ["import_xml", "resolve_skills", "schema", "validate"]
+__all__ = ["SET_HELP", "import_xml", "parse_set", "resolve_skills", "schema", "validate"]
 
 SKILLS_HELP = ("Skill registry to check against, as module:attribute (a SkillRegistry or a "
                "function returning one), e.g. harness_bt.testing.example:example_skills. "
                "Default: the installed skills (entry points).")
+SET_HELP = ("A task parameter's value, NAME=VALUE, repeatable (read by the declared type: "
+            "0.1, 3, true, red_cube, [0,0.1,0] or 0,0.1,0).")
+
+
+def parse_set(items: list[str] | None) -> dict[str, str]:
+    """``["target=green_cube", "height=0.1"]`` -> ``{"target": "green_cube", "height":
+    "0.1"}`` (the text; the task's declarations read it by type)."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise DefinitionError("INVALID_OPTION", f"--set {item!r} is not NAME=VALUE",
+                                  fix="write e.g. --set target=green_cube --set height=0.1")
+        if name in out:
+            raise DefinitionError("INVALID_OPTION", f"--set {name} is given twice "
+                                  f"({out[name]!r} and {value!r})", fix="give it once")
+        out[name] = value
+    return out
 
 
 def resolve_skills(ref: str | None) -> Any:
@@ -39,15 +58,17 @@ def validate(
     files: list[Path] = typer.Argument(..., help="Task files (YAML) to check.", exists=False),
     skills: str = typer.Option(None, "--skills", help=SKILLS_HELP),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
+    set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
 ) -> None:
     """Check task files: every problem at once, each with file:line:column and a fix (exit 1)."""
     from harness_bt.spec.loader import check_file
 
     registry = resolve_skills(skills)
+    values = parse_set(set_)
     out = Console(highlight=False, soft_wrap=True)
     failed = 0
     for path in files:
-        checked = check_file(path, skills=registry)
+        checked = check_file(path, skills=registry, params=values)
         report = checked.report
         for problem in report:
             colour = "red" if problem.severity.value == "error" else "yellow"

@@ -23,9 +23,11 @@ def viz(
                            "end of the run)."),
     skills: str = typer.Option(None, "--skills", help="Skill registry to load the task "
                                "with, as module:attribute (default: the installed skills)."),
+    set_: list[str] = typer.Option(None, "--set", help="A task parameter's value, "
+                                   "NAME=VALUE, repeatable."),
 ) -> None:
     """Draw the execution graph (statechart and trees), coloured by a run with --trace."""
-    from harness_bt.cli.spec import resolve_skills
+    from harness_bt.cli.spec import parse_set, resolve_skills
     from harness_bt.viz.render import FORMATS, render, write
 
     fmt = output.suffix.lstrip(".").lower()
@@ -38,7 +40,7 @@ def viz(
     else:
         from harness_bt.spec.loader import load_task
 
-        task = load_task(file, skills=resolve_skills(skills))
+        task = load_task(file, skills=resolve_skills(skills), params=parse_set(set_))
         data = render(task, trace=trace, at=at, fmt=fmt)
     typer.echo(f"wrote {write(output, data)}")
 

@@ -169,6 +169,8 @@ class RunReport:
         lat = self.decision_latency_s()
         return {
             "task": self.task,
+            "scene": self.options.scene,
+            "params": dict(self.options.params),
             "episodes": [e.to_dict() for e in self.episodes],
             "success_rate": self.success_rate,
             "sim_success_rate": self.sim_success_rate,

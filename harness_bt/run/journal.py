@@ -92,6 +92,9 @@ class RunHeader:
     created_wall: float = 0.0
     harness_version: str = ""
     format: int = FORMAT_VERSION
+    #: the task's parameter values the run was started with (resume builds the same task)
+    params: Mapping[str, Any] = field(default_factory=dict)
+    scene: str | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunHeader:

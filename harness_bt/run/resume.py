@@ -21,6 +21,7 @@ import contextlib
 import os
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,15 +67,19 @@ class DurableRun:
 
 def start_durable(path: str | os.PathLike[str], *, task_file: str | os.PathLike[str],
                   task_name: str, bridge: str, runtime_url: str | None,
-                  perception: str | None = None, trace: str | None = None) -> DurableRun:
-    """Create the journal of a new run at ``path`` (refuses an existing file)."""
+                  perception: str | None = None, trace: str | None = None,
+                  params: Mapping[str, Any] | None = None,
+                  scene: str | None = None) -> DurableRun:
+    """Create the journal of a new run at ``path`` (refuses an existing file); ``params``
+    and ``scene``: the task's parameter values and the scene, for the resume."""
     where = os.fspath(path)
     header = RunHeader(task_file=str(Path(task_file).resolve()),
                        task_digest=file_digest(task_file), task_name=task_name,
                        run_id=uuid.uuid4().hex[:8], bridge=bridge, runtime_url=runtime_url,
                        perception=perception,
                        trace=None if trace is None else str(Path(trace).resolve()),
-                       created_wall=time.time(), harness_version=__version__)
+                       created_wall=time.time(), harness_version=__version__,
+                       params=dict(params or {}), scene=scene)
     journal = RunJournal.create(where, header)
     journal.claim()
     try:

@@ -21,6 +21,7 @@ from harness_bt.spec.model import (
     CompoundSpec,
     FinalSpec,
     ParallelSpec,
+    ParamSpec,
     TaskSpec,
     TransitionSpec,
 )
@@ -78,8 +79,11 @@ def task(name: str, phases: Sequence[Phase], *, initial: str | None = None,
          version: str = "1", blackboard: Mapping[str, Any] | None = None,
          guards: Mapping[str, str] | None = None,
          subtrees: Mapping[str, Mapping[str, Any]] | None = None,
-         includes: Sequence[str] = (), metadata: Mapping[str, Any] | None = None) -> TaskSpec:
-    """A task spec; check and build it with :func:`harness_bt.spec.build_task`."""
+         includes: Sequence[str] = (), metadata: Mapping[str, Any] | None = None,
+         scene: str | None = None,
+         params: Mapping[str, ParamSpec | Mapping[str, Any]] | None = None) -> TaskSpec:
+    """A task spec; check and build it with :func:`harness_bt.spec.build_task`. ``params``:
+    name -> declaration (a :class:`ParamSpec` or ``{"type": ..., "default": ...}``)."""
     return TaskSpec(**_given(
         name=name, phases=list(phases), initial=initial, budget=budget,
         description=description, instruction=instruction,
@@ -87,4 +91,6 @@ def task(name: str, phases: Sequence[Phase], *, initial: str | None = None,
         blackboard=dict(blackboard) if blackboard else None,
         guards=dict(guards) if guards else None,
         subtrees={k: dict(v) for k, v in subtrees.items()} if subtrees else None,
-        includes=list(includes) or None, metadata=dict(metadata) if metadata else None))
+        includes=list(includes) or None, metadata=dict(metadata) if metadata else None,
+        scene=scene, params={k: v if isinstance(v, ParamSpec) else ParamSpec.model_validate(v)
+                             for k, v in params.items()} if params else None))

@@ -41,7 +41,8 @@ def to_neutral(checked: Checked) -> tuple[dict[str, Any], dict[str, GuardFn]]:
         checked.report.raise_for_errors(checked.doc.file)  # nothing is built from a bad file
         raise DefinitionError("INVALID_TASK_FILE", f"{checked.doc.file}: no task to build")
     doc = checked.doc
-    expander = Expander(checked.library, checked.registries.models)
+    expander = Expander(checked.library, checked.registries.models,
+                        params=dict(checked.params))
     guards: dict[str, GuardFn] = dict(checked.registries.guards)
     for name, g in checked.library.guards.items():
         guards[name] = compile_guard(g.text, name)
@@ -91,9 +92,11 @@ def to_neutral(checked: Checked) -> tuple[dict[str, Any], dict[str, GuardFn]]:
     phases = [phase(p, r, ("phases", i))
               for i, (p, r) in enumerate(zip(spec.phases, raw["phases"], strict=True))]
     neutral: dict[str, Any] = {"name": spec.name, "version": spec.version, "phases": phases}
-    for key in ("description", "instruction"):
+    for key in ("description", "instruction", "scene"):
         if getattr(spec, key):
             neutral[key] = getattr(spec, key)
+    if checked.params:
+        neutral["params"] = dict(checked.params)
     if spec.initial is not None:
         neutral["initial"] = spec.initial
     if spec.budget is not None:

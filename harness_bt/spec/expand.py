@@ -7,6 +7,11 @@ key in ``values`` becomes a private key (``<use name>.<key>``) set to that value
 first tick; any other key is shared with the including tree (``autoremap``, the default) or
 private to the use. Keys a node type writes under its own name (``<name>.cmd`` of
 ``act_and_evaluate``) are never renamed: the node writes them literally.
+
+Subtree inputs: ``{key}`` in a subtree's values (:mod:`harness_bt.spec.placeholders`) is the
+use's ``values`` entry for ``key`` (itself substituted where the use is), or, when ``remap``
+sends ``key`` to a name that is a parameter or an input where the use is, that one's value;
+else the task's parameter ``key``. Each use gets its own copy of the subtree.
 """
 
 from __future__ import annotations
@@ -18,14 +23,16 @@ from typing import Any
 from harness_bt.nodes.base import NodeManifest, Port
 from harness_bt.plugins import did_you_mean
 from harness_bt.spec.expr import ExprError, compile_expr
-from harness_bt.spec.library import Library
+from harness_bt.spec.library import Library, SubtreeDef
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, NodeModels, node_tag
+from harness_bt.spec.placeholders import PLACEHOLDER, Substitution, substitute_tree
 from harness_bt.spec.problems import Problem, Report, Severity
 from harness_bt.spec.source import DocPath, Document, format_path
 
 __all__ = ["Expander", "KeyUse"]
 
 KeyMap = Callable[[str], str]
+Scope = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -58,13 +65,21 @@ class Expander:
     uses: list[KeyUse] = field(default_factory=list)
     defaults: dict[str, Any] = field(default_factory=dict)  # private keys from `values`
     used_subtrees: set[str] = field(default_factory=set)
+    #: the task's parameter values (the scope of its phases' trees)
+    params: Scope = field(default_factory=dict)
+    #: every ``{name}`` met in a subtree use or copy
+    used_names: set[str] = field(default_factory=set)
+    #: called with each subtree copy whose values were substituted (to check it)
+    on_copy: Callable[[SubtreeDef, Any, list[tuple[str, DocPath]]], None] | None = None
 
     def expand(self, tree: Any, doc: Document, path: DocPath, *,
                mapping: KeyMap = _identity, via: tuple[str, ...] = (),
-               stack: tuple[str, ...] = ()) -> dict[str, Any] | None:
+               stack: tuple[str, ...] = (), scope: Scope | None = None
+               ) -> dict[str, Any] | None:
         tag = node_tag(tree)
+        scope = self.params if scope is None else scope
         if tag == SUBTREE_TAG:
-            return self._use(tree, doc, path, mapping, via, stack)
+            return self._use(tree, doc, path, mapping, via, stack, scope)
         if tag is None or not isinstance(tree, dict):
             return None
         node = {"type": "skill_action", **tree} if tag == SKILL_TAG else dict(tree)
@@ -80,10 +95,10 @@ class Expander:
                 out[key] = value
             elif port.type == "tree":
                 out[key] = self.expand(value, doc, (*path, key), mapping=mapping, via=via,
-                                       stack=stack)
+                                       stack=stack, scope=scope)
             elif port.type == "trees" and isinstance(value, list):
                 kids = [self.expand(v, doc, (*path, key, i), mapping=mapping, via=via,
-                                    stack=stack) for i, v in enumerate(value)]
+                                    stack=stack, scope=scope) for i, v in enumerate(value)]
                 self._siblings(kids, doc, (*path, key), label)
                 out[key] = kids
             elif port.blackboard:
@@ -98,6 +113,8 @@ class Expander:
 
     def _record(self, key: str, mode: str, doc: Document, path: DocPath, by: str,
                 via: tuple[str, ...]) -> None:
+        if PLACEHOLDER.fullmatch(key.rpartition(".")[2]):
+            return  # '{name}' where a key belongs: reported as PARAM_IN_KEY_PORT
         self.uses.append(KeyUse(key, mode, doc, path, by, via))
 
     def _keys(self, port: Port, value: Any, doc: Document, path: DocPath, mapping: KeyMap,
@@ -171,7 +188,8 @@ class Expander:
                 seen[name] = i
 
     def _use(self, ref: dict[str, Any], doc: Document, path: DocPath, mapping: KeyMap,
-             via: tuple[str, ...], stack: tuple[str, ...]) -> dict[str, Any] | None:
+             via: tuple[str, ...], stack: tuple[str, ...], scope: Scope
+             ) -> dict[str, Any] | None:
         name = ref.get("subtree")
         if not isinstance(name, str):
             return None
@@ -191,8 +209,17 @@ class Expander:
         self.used_subtrees.add(name)
         root = sub.tree if isinstance(sub.tree, dict) else {}
         use_name = ref.get("name") or root.get("name") or name
-        remap: dict[str, Any] = ref["remap"] if isinstance(ref.get("remap"), dict) else {}
-        values: dict[str, Any] = ref["values"] if isinstance(ref.get("values"), dict) else {}
+        remap: dict[str, Any] = dict(ref["remap"]) if isinstance(ref.get("remap"), dict) else {}
+        given = ref["values"] if isinstance(ref.get("values"), dict) else {}
+        outer = Substitution(scope)
+        values = {k: outer.value(v, (*path, "values", k)) for k, v in given.items()}
+        self._missing(outer, doc, f"subtree use {use_name!r}")
+        for key, target in list(remap.items()):  # a parameter or input passed by name
+            if isinstance(target, str) and target in scope and key not in values:
+                outer.used.add(target)
+                values[key] = scope[target]
+                del remap[key]
+        self.used_names |= outer.used
         private = not ref.get("autoremap", True)
         fixed = self._template_keys(sub.tree, (*stack, name))
 
@@ -205,24 +232,67 @@ class Expander:
                 return f"{use_name}.{key}"
             return mapping(key)
 
+        copy = Substitution({**self.params, **values})
+        tree = substitute_tree(sub.tree, sub.path, self.models, copy)
+        self.used_names |= copy.used
+        if copy.used or copy.in_keys:
+            self._inputs(copy, sub, name, doc, path)
+            if self.on_copy is not None:
+                self.on_copy(sub, tree, copy.missing)
         for key, value in values.items():
             self.defaults[f"{use_name}.{key}"] = value
             self._record(f"{use_name}.{key}", "write", doc, (*path, "values", key),
                          f"subtree use {use_name!r} (values)", via)
         note = f"subtree {name!r} used at {doc.where(path)}"
         before = len(self.uses)
-        out = self.expand(sub.tree, sub.doc, sub.path, mapping=inner, via=(*via, note),
-                          stack=(*stack, name))
+        out = self.expand(tree, sub.doc, sub.path, mapping=inner, via=(*via, note),
+                          stack=(*stack, name), scope=copy.scope)
         named = {u.key for u in self.uses[before:]}
         for key in [*remap, *values]:
-            if inner(key) not in named:
-                self._problem("UNUSED_REMAP", f"subtree {name!r} names no blackboard key "
-                              f"{key!r}", doc, (*path, "remap" if key in remap else "values", key),
-                              "remove it, or check the spelling against the subtree's ports",
-                              Severity.WARNING, key=True)
+            if inner(key) in named:
+                continue
+            if key in copy.used:  # an input only: no blackboard key for it
+                self.defaults.pop(f"{use_name}.{key}", None)
+                continue
+            self._problem("UNUSED_REMAP", f"subtree {name!r} names no blackboard key "
+                          f"{key!r}", doc, (*path, "values" if key in given else "remap", key),
+                          "remove it, or check the spelling against the subtree's ports and "
+                          "its inputs ('{key}' in its values)",
+                          Severity.WARNING, key=True)
         if out is not None and ref.get("name"):
             out["name"] = ref["name"]
         return out
+
+    def _missing(self, sub: Substitution, doc: Document, where: str) -> None:
+        """``{name}`` with no value where a use is (its ``values``)."""
+        for name, at in sub.missing:
+            known = sorted(sub.scope)
+            self._problem("UNDECLARED_PARAM", f"'{{{name}}}' in {where} names no parameter "
+                          f"or input here; known: {', '.join(known) or '(none)'}"
+                          f"{did_you_mean(name, known)}", doc, at,
+                          "declare it under the task's 'params:', or fix the name")
+
+    def _inputs(self, copy: Substitution, sub: SubtreeDef, name: str, doc: Document,
+                path: DocPath) -> None:
+        """Inputs of a subtree that its use leaves without a value, at both places."""
+        use_at = doc.where(path)
+        sites: dict[str, list[str]] = {}
+        for missing, at in copy.missing:
+            sites.setdefault(missing, []).append(sub.doc.where(at))
+            self._problem("UNDECLARED_PARAM", f"'{{{missing}}}' in subtree {name!r} is not given "
+                          f"by its use at {use_at} nor a task parameter", sub.doc, at,
+                          f"give it where the subtree is used (values: {{{missing}: ...}}), or "
+                          f"declare {missing!r} under the task's 'params:'")
+        for missing, where in sites.items():
+            self._problem("MISSING_SUBTREE_INPUT", f"subtree {name!r} needs input {missing!r} "
+                          f"('{{{missing}}}' at {', '.join(where)}) and this use does not give "
+                          "it", doc, (*path, "subtree"), f"add values: {{{missing}: ...}} to "
+                          "this use (a value, or '{param}' for a task parameter)")
+        for missing, at, port in copy.in_keys:
+            self._problem("PARAM_IN_KEY_PORT", f"{port!r} names blackboard keys: "
+                          f"'{{{missing}}}' is not substituted there", sub.doc, at,
+                          f"write the key plainly, or give the value in a value port "
+                          f"(params: {{...: '{{{missing}}}'}})")
 
     def _template_keys(self, tree: Any, stack: tuple[str, ...]) -> set[str]:
         """Keys nodes in ``tree`` write under their own names (never renamed)."""

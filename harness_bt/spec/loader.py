@@ -35,6 +35,7 @@ __all__ = ["TASK_SUFFIXES", "build_task", "check_file", "check_spec", "import_bt
 
 PathLike = str | os.PathLike[str]
 NodeTypes = Registry[NodeType]
+Params = Mapping[str, Any]
 #: The task files :func:`load_task` reads.
 TASK_SUFFIXES = (".yaml", ".yml", ".json", ".xml", ".py")
 
@@ -42,9 +43,10 @@ TASK_SUFFIXES = (".yaml", ".yml", ".json", ".xml", ".py")
 def check_file(path: PathLike, *, nodes: NodeTypes | None = None,
                skills: SkillRegistry | None = None,
                guards: Mapping[str, GuardFn] | None = None,
-               text: str | None = None) -> Checked:
+               text: str | None = None, params: Params | None = None) -> Checked:
     """Read and check one document file (``text``: its content, when not read from disk)
-    against the given registries (default: what is installed)."""
+    against the given registries (default: what is installed), its parameters bound to
+    ``params`` (name -> value, or text read by the declared type) over their defaults."""
     registries = Registries.installed(nodes=nodes, skills=skills, guards=guards)
     doc, problems = read_document(path, registries, text=text)
     if doc.format == "xml" and isinstance(doc.data, dict):
@@ -52,19 +54,20 @@ def check_file(path: PathLike, *, nodes: NodeTypes | None = None,
             doc = task_document(doc)
         except DefinitionError as exc:
             problems = [*problems, Problem(exc.code, exc.message, doc.file, fix=exc.fix or "")]
-    return check_document(doc, registries, problems=problems)
+    return check_document(doc, registries, problems=problems, params=params)
 
 
 def check_spec(spec: TaskSpec, *, base_dir: PathLike | None = None,
                nodes: NodeTypes | None = None, skills: SkillRegistry | None = None,
-               guards: Mapping[str, GuardFn] | None = None) -> Checked:
+               guards: Mapping[str, GuardFn] | None = None,
+               params: Params | None = None) -> Checked:
     """Check a spec built in Python (its includes are relative to ``base_dir``, default the
     working directory). Problems name document paths instead of lines."""
     registries = Registries.installed(nodes=nodes, skills=skills, guards=guards)
     here = Path(base_dir) if base_dir is not None else Path.cwd()
     doc = Document(f"<python: {spec.name}>", spec_to_data(spec), path=here / "<python>",
                    format="python")
-    return check_document(doc, registries)
+    return check_document(doc, registries, params=params, origin="params")
 
 
 def validate_file(path: PathLike, **registries: Any) -> Report:
@@ -84,22 +87,27 @@ def _passed(checked: Checked) -> Checked:
 
 def load_spec(path: PathLike, *, nodes: NodeTypes | None = None,
               skills: SkillRegistry | None = None,
-              guards: Mapping[str, GuardFn] | None = None) -> TaskSpec:
-    """The spec of a task document, once the whole file passed its checks."""
-    checked = _passed(check_file(path, nodes=nodes, skills=skills, guards=guards))
+              guards: Mapping[str, GuardFn] | None = None,
+              params: Params | None = None) -> TaskSpec:
+    """The spec of a task document, once the whole file passed its checks (with ``params``
+    bound, so a refused value is an error here too; the spec keeps its ``{name}`` uses)."""
+    checked = _passed(check_file(path, nodes=nodes, skills=skills, guards=guards,
+                                 params=params))
     assert checked.spec is not None
     return checked.spec
 
 
 def load_task(path: PathLike, *, nodes: NodeTypes | None = None,
               skills: SkillRegistry | None = None,
-              guards: Mapping[str, GuardFn] | None = None) -> Task:
+              guards: Mapping[str, GuardFn] | None = None,
+              params: Params | None = None) -> Task:
     """The task in a file of any format :data:`TASK_SUFFIXES` names, checked as a whole and
     built: a YAML / JSON document, a BehaviorTree.CPP XML tree file (run as a one-phase task),
     or a Python file (a ``TaskSpec`` it makes is checked like a document; a ready
     :class:`~harness_bt.Task` is taken as it is). Without ``skills`` / ``nodes`` the
     registries are what is installed, as :class:`~harness_bt.TaskRunner` has them; ``guards``
-    are Python guards by name."""
+    are Python guards by name; ``params`` the values of the task's parameters (name -> value,
+    or text read by the declared type, as ``--set`` gives it), over their defaults."""
     file = Path(path)
     if not file.is_file():
         raise DefinitionError("TASK_NOT_FOUND", f"no task file at {str(file)!r}", where=str(file),
@@ -110,20 +118,24 @@ def load_task(path: PathLike, *, nodes: NodeTypes | None = None,
                               f"{file.suffix!r}", where=str(file),
                               fix=f"use one of {', '.join(TASK_SUFFIXES)}")
     if suffix == ".py":
-        made = load_python(file)
+        made = load_python(file, params=params)
         if isinstance(made, Task):
             return made
         return build_task(made, base_dir=file.parent, nodes=nodes, skills=skills,
-                          guards=guards)
-    return compile_task(_passed(check_file(file, nodes=nodes, skills=skills, guards=guards)))
+                          guards=guards, params={k: v for k, v in (params or {}).items()
+                                                 if k in made.params})
+    return compile_task(_passed(check_file(file, nodes=nodes, skills=skills, guards=guards,
+                                           params=params)))
 
 
 def build_task(spec: TaskSpec, *, base_dir: PathLike | None = None,
                nodes: NodeTypes | None = None, skills: SkillRegistry | None = None,
-               guards: Mapping[str, GuardFn] | None = None) -> Task:
-    """Check a Python-built spec as a whole, then build its task."""
+               guards: Mapping[str, GuardFn] | None = None,
+               params: Params | None = None) -> Task:
+    """Check a Python-built spec as a whole (``params``: its parameters' values), then build
+    its task."""
     return compile_task(_passed(check_spec(spec, base_dir=base_dir, nodes=nodes, skills=skills,
-                                           guards=guards)))
+                                           guards=guards, params=params)))
 
 
 def neutral_form(path: PathLike, **registries: Any) -> dict[str, Any]:

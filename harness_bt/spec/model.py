@@ -22,6 +22,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    StringConstraints,
     Tag,
     WithJsonSchema,
     model_validator,
@@ -29,6 +30,8 @@ from pydantic import (
 
 __all__ = [
     "EVENTS",
+    "PARAM_TYPES",
+    "PLACEHOLDER_PATTERN",
     "AtomicSpec",
     "BudgetSpec",
     "CompoundSpec",
@@ -36,6 +39,7 @@ __all__ = [
     "LibrarySpec",
     "NodeDict",
     "ParallelSpec",
+    "ParamSpec",
     "PhaseSpecT",
     "TaskSpec",
     "TransitionSpec",
@@ -53,6 +57,8 @@ NODE_REF = "x-harness-node"
 NodeDict = Annotated[dict[str, Any], WithJsonSchema({NODE_REF: True})]
 
 _ID = r"^[A-Za-z_][A-Za-z0-9_]*$"
+#: ``{name}``: a task parameter or a subtree input standing for a value
+PLACEHOLDER_PATTERN = r"^\{[A-Za-z_][A-Za-z0-9_]*\}$"
 
 
 def _text_or_int(value: Any) -> Any:
@@ -183,6 +189,33 @@ CompoundSpec.model_rebuild()
 ParallelSpec.model_rebuild()
 
 
+#: The types a task parameter can have.
+PARAM_TYPES = ("object", "string", "number", "integer", "boolean", "vector")
+ParamType = Literal["object", "string", "number", "integer", "boolean", "vector"]
+ParamName = Annotated[str, StringConstraints(pattern=_ID)]
+
+
+class ParamSpec(_Spec):
+    """A task parameter: its type, its default (none: the parameter is required), and what
+    values it admits. ``{name}`` in a tree's values stands for the parameter's value
+    (:mod:`harness_bt.spec.placeholders`)."""
+
+    type: ParamType = Field(description="object (an object id) | string | number | integer "
+                            "| boolean | vector (a list of numbers)")
+    default: Any = Field(None, description="the value when none is given (none: required)")
+    description: str = ""
+    choices: list[Any] | None = Field(None, min_length=1,
+                                      description="the only values admitted")
+    min: float | None = Field(None, description="number / integer: the smallest value")
+    max: float | None = Field(None, description="number / integer: the largest value")
+    size: Annotated[int, Field(ge=1), BeforeValidator(integral)] | None = Field(
+        None, description="vector: its length")
+
+    @property
+    def required(self) -> bool:
+        return "default" not in self.model_fields_set or self.default is None
+
+
 class TaskSpec(_Spec):
     """A task document."""
 
@@ -192,6 +225,12 @@ class TaskSpec(_Spec):
     instruction: str = Field("", description="the intent in words")
     metadata: dict[str, Any] = Field(default_factory=dict,
                                      description="free-form: author, tags, source, ...")
+    scene: str | None = Field(None, min_length=1, description="the simulator scene this task "
+                              "runs on: a scene's name or a scene file's path")
+    params: dict[ParamName, ParamSpec] = Field(
+        default_factory=dict, description="parameters: name -> declaration; '{name}' in a "
+        "tree's values stands for the value",
+        json_schema_extra={"propertyNames": {"pattern": _ID}})
     includes: list[str] = Field(
         default_factory=list, description="YAML files (their subtrees and guards) or "
         "BehaviorTree.CPP XML files (each BehaviorTree is a subtree), relative to this file")

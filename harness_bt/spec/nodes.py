@@ -10,6 +10,7 @@ come from the same models.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, cast
@@ -21,14 +22,16 @@ from pydantic import (
     Field,
     Tag,
     TypeAdapter,
+    ValidatorFunctionWrapHandler,
     WithJsonSchema,
+    WrapValidator,
     create_model,
 )
 
 from harness_bt.nodes.base import NodeManifest, NodeType, Port
 from harness_bt.nodes.skill_action import SkillAction
 from harness_bt.plugins import Registry
-from harness_bt.spec.model import NODE_REF, Int
+from harness_bt.spec.model import NODE_REF, PLACEHOLDER_PATTERN, Int
 
 __all__ = ["SKILL_TAG", "SUBTREE_TAG", "NodeModels", "SubtreeRef", "node_tag", "resolve_node_refs"]
 
@@ -58,8 +61,9 @@ class _Node(BaseModel):
 
 class SubtreeRef(_Node):
     """Use a named subtree here. ``remap`` renames its blackboard keys (inner -> outer);
-    ``values`` gives inner keys fixed values; with ``autoremap`` (default) other keys are
-    shared with the including tree, without it they are private to this use."""
+    ``values`` gives inner keys fixed values, which are also the subtree's inputs (``{key}``
+    in its values); with ``autoremap`` (default) other keys are shared with the including
+    tree, without it they are private to this use."""
 
     subtree: str = Field(description="the subtree's name (this file's or an included one)")
     name: str | None = Field(None, pattern=NAME_PATTERN,
@@ -67,12 +71,31 @@ class SubtreeRef(_Node):
     remap: dict[str, str] = Field(default_factory=dict,
                                   description="inner blackboard key -> outer key")
     values: dict[str, Any] = Field(default_factory=dict,
-                                   description="inner blackboard key -> fixed value")
+                                   description="inner key -> fixed value (a blackboard "
+                                   "value, and the value of '{key}' in the subtree)")
     autoremap: bool = Field(True, description="share unmapped keys with the including tree")
 
 
 _SCALAR: dict[str, Any] = {"str": str, "int": Int, "float": float, "bool": bool,
                            "list": list[Any], "dict": dict[str, Any], "expr": str, "any": Any}
+_PLACEHOLDER = re.compile(PLACEHOLDER_PATTERN)
+_VALUE_SCHEMA = {"int": {"type": "integer"}, "float": {"type": "number"},
+                 "bool": {"type": "boolean"}, "list": {"type": "array", "items": {}}}
+_PLACEHOLDER_SCHEMA = {"type": "string", "pattern": PLACEHOLDER_PATTERN,
+                       "description": "a task parameter or subtree input: {name}"}
+
+
+def _keep_placeholder(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """``{name}`` passes (it is substituted before the value is checked again)."""
+    if isinstance(value, str) and _PLACEHOLDER.fullmatch(value):
+        return value
+    return handler(value)
+
+
+def _or_placeholder(kind: Any, port_type: str) -> Any:
+    """A value port's type that also takes ``{name}`` (in the schema too)."""
+    return Annotated[kind, WrapValidator(_keep_placeholder), WithJsonSchema(
+        {"anyOf": [_VALUE_SCHEMA[port_type], _PLACEHOLDER_SCHEMA]})]
 
 
 @dataclass
@@ -115,6 +138,8 @@ class NodeModels:
             kind = Literal[tuple(sorted(self.skills))]
         else:
             kind = _SCALAR.get(port.type, Any)
+            if port.type in _VALUE_SCHEMA and not port.blackboard:
+                kind = _or_placeholder(kind, port.type)
         extra: Any = {"blackboard": port.blackboard} if port.blackboard else None
         description = port.description or None
         if port.required:

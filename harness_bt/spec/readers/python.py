@@ -13,19 +13,31 @@ from typing import Any
 
 from harness_bt.errors import DefinitionError
 from harness_bt.phases import Compound, Final, Parallel, Phase, PhaseSpec, Task
+from harness_bt.plugins import did_you_mean
 from harness_bt.spec import builder as b
 from harness_bt.spec.model import TaskSpec, TransitionSpec
+from harness_bt.spec.params import Binding, bind_values, check_value, describe, python_params
+from harness_bt.spec.problems import Problem, Report
 
 __all__ = ["load_python", "spec_from_task"]
 
+_PY_KINDS = {str: "string", int: "integer", float: "number", bool: "boolean", list: "vector"}
 _NAMES = ("spec", "SPEC", "task", "TASK", "build_spec", "build_task", "build", "make_task")
 
 
-def load_python(path: str | os.PathLike[str]) -> TaskSpec | Task:
+def load_python(path: str | os.PathLike[str], *,
+                params: Mapping[str, Any] | None = None) -> TaskSpec | Task:
     """Import a Python task file and return its task: the first of ``spec``, ``task``,
     ``build_spec``, ``build_task``, ``build``, ``make_task``, ``<stem>``, ``<stem>_task``,
     ``<stem>_spec`` it defines (a :class:`TaskSpec` or :class:`~harness_bt.Task`, or a
-    function of no arguments returning one), else its only module-level one."""
+    function returning one), else its only module-level one.
+
+    A function's keyword parameters are the task's parameters (their types from the
+    annotations, else from the defaults; no default: required), or the module's ``PARAMS``
+    (name -> :class:`~harness_bt.spec.model.ParamSpec` or its dict) declares them: ``params``
+    (name -> value, or text read by the declared type) are checked against them and passed
+    in, and a :class:`~harness_bt.Task` it returns carries the values. A ``TaskSpec`` that
+    declares ``params`` itself is bound when it is built (``load_task``)."""
     path = Path(path)
     name = f"harness_task_{path.stem}_{abs(hash(str(path.resolve())))}"
     module_spec = importlib.util.spec_from_file_location(name, path)
@@ -37,21 +49,63 @@ def load_python(path: str | os.PathLike[str]) -> TaskSpec | Task:
         module_spec.loader.exec_module(module)
     finally:
         sys.modules.pop(name, None)
+    given = dict(params or {})
     names = [*_NAMES, path.stem, f"{path.stem}_task", f"{path.stem}_spec"]
     for attr in names:
         value = getattr(module, attr, None)
         if value is None:
             continue
+        binding = Binding()
         if callable(value) and not isinstance(value, TaskSpec | Task):
-            value = value()
+            binding.declared = python_params(value, getattr(module, "PARAMS", None))
+            _bind(binding, given, path, attr)
+            value = value(**binding.values)
         if isinstance(value, TaskSpec | Task):
-            return value
+            return _carry(value, binding, given, path)
     found = [v for v in vars(module).values() if isinstance(v, TaskSpec | Task)]
     if len(found) == 1:
-        return found[0]
+        return _carry(found[0], Binding(), given, path)
     raise DefinitionError(
         "INVALID_TASK_FILE", f"{path}: found no task (looked for {', '.join(names)} and for one "
         "module-level TaskSpec or Task)", fix="define `def task() -> Task` (or TaskSpec)")
+
+
+def _bind(binding: Binding, given: dict[str, Any], path: Path, function: str) -> None:
+    """Bind a task function's parameters (those ``given`` names it declares); raise on any
+    problem."""
+    for pname, decl in binding.declared.items():
+        if decl.required:
+            continue
+        try:
+            binding.values[pname] = check_value(decl, decl.default)
+        except ValueError as exc:
+            binding.problems.append(Problem(
+                "INVALID_PARAM_DEFAULT", f"the default of parameter {pname!r} of {function}() "
+                f"must be {describe(decl)}: {exc}", str(path), fix="fix the default"))
+    mine = {k: v for k, v in given.items() if k in binding.declared}
+    bind_values(binding, mine, origin="params",
+                where=lambda pname: f"{path} (parameter {pname!r} of {function}())")
+    Report(list(binding.problems)).raise_for_errors(str(path))
+
+
+def _carry(made: TaskSpec | Task, binding: Binding, given: dict[str, Any],
+           path: Path) -> TaskSpec | Task:
+    """The made task with the bound values; values for names nothing declares refused."""
+    rest = sorted(k for k in given if k not in binding.declared)
+    if isinstance(made, TaskSpec) and made.params:
+        rest = [k for k in rest if k not in made.params]
+    if rest:
+        known = sorted({*binding.declared, *(made.params if isinstance(made, TaskSpec)
+                                             else ())})
+        problems = [Problem("UNDECLARED_PARAM", f"the task declares no parameter {k!r}; its "
+                            f"parameters: {', '.join(known) or '(none)'}"
+                            f"{did_you_mean(k, known)}", f"params {k}={given[k]!r}",
+                            fix="declare it as a keyword parameter of task() (or in PARAMS)")
+                    for k in rest]
+        Report(problems).raise_for_errors(str(path))
+    if isinstance(made, Task) and binding.values:
+        made.params = {**binding.values, **made.params}
+    return made
 
 
 def _transitions(spec: PhaseSpec, guards: dict[str, str]) -> list[TransitionSpec]:
@@ -100,6 +154,9 @@ def spec_from_task(task: Task) -> TaskSpec:
     if task.budget.max_retries is not None or task.budget.max_time_s is not None:
         budget = b.budget(max_retries=task.budget.max_retries,
                           max_time_s=task.budget.max_time_s)
+    params = {name: {"type": _PY_KINDS.get(type(value), "string"), "default": value}
+              for name, value in task.params.items()}
     return b.task(task.name, phases, initial=task.initial, budget=budget,
                   description=task.description, instruction=task.instruction,
-                  version=task.version, blackboard=task.blackboard, guards=guards)
+                  version=task.version, blackboard=task.blackboard, guards=guards,
+                  scene=task.scene, params=params)

@@ -4,20 +4,27 @@ in file order."""
 
 from __future__ import annotations
 
+import copy
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
 
 from harness_bt.spec.expand import Expander
 from harness_bt.spec.expr import ExprError, compile_expr
 from harness_bt.spec.library import Library
 from harness_bt.spec.model import TaskSpec
+from harness_bt.spec.params import bind_params, unused_params
 from harness_bt.spec.problems import Problem, Report, Severity
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import Document, format_path
 from harness_bt.spec.validate.blackboard import check_blackboard, guard_reads
 from harness_bt.spec.validate.chart import GUARD_ROOTS, check_chart, walk_phases
 from harness_bt.spec.validate.nodes import check_nodes, iter_nodes
-from harness_bt.spec.validate.structure import check_task, find_trees
+from harness_bt.spec.validate.params import check_copy, substitute_phases
+from harness_bt.spec.validate.structure import check_task, find_trees, is_template
 
 __all__ = ["Checked", "check_document"]
 
@@ -26,14 +33,15 @@ _WHERE = re.compile(r"^(?P<file>.*):(?P<line>\d+):(?P<col>\d+)$")
 
 @dataclass
 class Checked:
-    """A checked document: the report, the spec (None when its skeleton is invalid), and the
-    library of subtrees and guards it can use."""
+    """A checked document: the report, the spec (None when its skeleton is invalid), the
+    library of subtrees and guards it can use, and its parameters' values (name -> value)."""
 
     doc: Document
     report: Report
     spec: TaskSpec | None
     library: Library
     registries: Registries = field(repr=False)
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 def _budgets(spec: TaskSpec, doc: Document, registries: Registries) -> list[Problem]:
@@ -71,8 +79,11 @@ def _order(problems: list[Problem], files: list[str]) -> list[Problem]:
 
 
 def check_document(doc: Document, registries: Registries, *,
-                   problems: list[Problem] | None = None) -> Checked:
-    """Check a task document (``problems``: what reading it found already)."""
+                   problems: list[Problem] | None = None,
+                   params: Mapping[str, Any] | None = None, origin: str = "--set") -> Checked:
+    """Check a task document (``problems``: what reading it found already) with its
+    parameters bound to ``params`` over their defaults (``origin``: where those came from,
+    for the problems: ``--set``)."""
     report = Report()
     report.extend(problems or [])
     if doc.data is None:
@@ -80,17 +91,27 @@ def check_document(doc: Document, registries: Registries, *,
             report.add(Problem("EMPTY_FILE", "the file holds no task", doc.file,
                                fix="write a task: name, phases, ..."))
         return Checked(doc, report, None, Library(documents=[doc]), registries)
+    binding = bind_params(doc, params, origin=origin)
+    report.extend(binding.problems)
+    written = copy.deepcopy(doc.data)
+    found, used = substitute_phases(doc, binding, registries, find_trees(doc.data))
+    report.extend(found)
     spec, found = check_task(doc, registries)
     report.extend(found)
+    if spec is not None and used:
+        spec = _as_written(spec, written)
     library = Library.gather(doc, registries, report)
     for d in library.documents:
         for tree_path in find_trees(d.data):
-            report.extend(check_nodes(d, tree_path, registries))
+            if not is_template(d, tree_path, registries):
+                report.extend(check_nodes(d, tree_path, registries))
     report.extend(_guard_texts(library))
-    expander = Expander(library, registries.models, report)
+    expander = Expander(library, registries.models, report, params=dict(binding.values),
+                        on_copy=check_copy(report, registries))
     for tree_path in find_trees(doc.data):
         if tree_path[0] == "phases":
             expander.expand(doc.get(tree_path), doc, tree_path)
+    report.extend(unused_params(doc, binding, used | expander.used_names))
     data = doc.data if isinstance(doc.data, dict) else {}
     for name in data.get("subtrees") or {}:
         if name not in expander.used_subtrees and isinstance(name, str):
@@ -107,7 +128,15 @@ def check_document(doc: Document, registries: Registries, *,
     defaults = set(data.get("blackboard") or {}) | set(expander.defaults)
     report.extend(check_blackboard(uses, defaults))
     report.problems = _order(report.problems, [d.file for d in library.documents])
-    return Checked(doc, report, spec, library, registries)
+    return Checked(doc, report, spec, library, registries, params=dict(binding.values))
+
+
+def _as_written(spec: TaskSpec, data: object) -> TaskSpec:
+    """The spec of the document as written (its trees keep their ``{name}`` uses)."""
+    try:
+        return TaskSpec.model_validate(data)
+    except ValidationError:
+        return spec  # the trees were not the fault: the lenient skeleton stands
 
 
 def _guard_texts(library: Library) -> list[Problem]:

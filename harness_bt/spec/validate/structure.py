@@ -14,12 +14,13 @@ from pydantic import BaseModel, ValidationError
 from harness_bt.plugins import did_you_mean
 from harness_bt.spec.model import EVENTS, LibrarySpec, TaskSpec, phase_tag
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, node_tag
+from harness_bt.spec.placeholders import has_placeholders
 from harness_bt.spec.problems import Problem
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import DocPath, Document, format_path
 
 __all__ = ["Structure", "check_library", "check_task", "check_tree_shape", "find_trees",
-           "nonfinite"]
+           "is_template", "node_of", "nonfinite"]
 
 TagFn = Callable[[Any], str | None]
 _TYPES = {"string_type": "text", "int_type": "a whole number", "float_type": "a number",
@@ -67,6 +68,18 @@ def find_trees(data: Any) -> list[DocPath]:
     return out
 
 
+def is_template(doc: Document, tree_path: DocPath, registries: Registries) -> bool:
+    """A subtree with ``{name}`` in its values: checked per use (a copy with the use's
+    values), not where it is defined."""
+    if tree_path[:1] != ("subtrees",):
+        return False
+    try:
+        tree = doc.get(tree_path)
+    except (KeyError, IndexError, TypeError):
+        return False
+    return has_placeholders(tree, registries.models)
+
+
 def nonfinite(doc: Document) -> list[Problem]:
     """Every infinite or NaN number in a document (YAML allows ``.inf`` and ``.nan``)."""
     out = []
@@ -107,6 +120,8 @@ class Structure:
     def owner(self, path: DocPath) -> str:
         """What the value at ``path`` belongs to, in words."""
         data = self.doc.data
+        if len(path) >= 2 and path[0] == "params":
+            return f"parameter {path[1]!r}"
         best = "the task" if isinstance(data, dict) and "phases" in data else "the file"
         cur = data
         for i, part in enumerate(path):
@@ -281,6 +296,8 @@ class Structure:
             target = model
         elif where == ("budget",):
             target = m.BudgetSpec
+        elif len(where) == 2 and where[0] == "params":
+            target = m.ParamSpec
         elif len(where) >= 2 and where[-2] == "transitions":
             target = m.TransitionSpec
         elif len(where) >= 2 and where[-2] in ("phases", "regions"):
@@ -388,11 +405,11 @@ def check_tree_shape(doc: Document, tree_path: DocPath, registries: Registries
         registries.models.adapter.validate_python(tree)
     except ValidationError as exc:
         found = Structure(doc, registries).problems(exc, tree, tree_path, node_tag)
-        return [p for p, _ in found], {_node_of(doc, path, tree_path) for _, path in found}
+        return [p for p, _ in found], {node_of(doc, path, tree_path) for _, path in found}
     return [], set()
 
 
-def _node_of(doc: Document, path: DocPath, tree_path: DocPath) -> DocPath:
+def node_of(doc: Document, path: DocPath, tree_path: DocPath) -> DocPath:
     """The path of the node that ``path`` is in (the tree's root at the latest)."""
     probe = path
     while len(probe) > len(tree_path):

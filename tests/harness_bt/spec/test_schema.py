@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from harness_bt.nodes import NodeRegistry
 from harness_bt.skill import SkillRegistry
 from harness_bt.spec import Document
+from harness_bt.spec.model import PLACEHOLDER_PATTERN
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.schema import BUILTIN_SCHEMA, builtin_schema, render_schema, task_schema
 from harness_bt.spec.validate.structure import check_task
@@ -61,7 +63,9 @@ def test_the_schema_names_every_node_type_and_the_known_skills() -> None:
     assert skill["enum"] == ["align", "approach", "grasp", "navigate", "place", "release"]
     assert schema["$defs"]["Node_retry"]["properties"]["attempts"] == {
         "default": 3, "description": "runs in all, the first included", "title": "Attempts",
-        "type": "integer"}
+        "anyOf": [{"type": "integer"},  # a value, or a task parameter / subtree input
+                  {"type": "string", "pattern": PLACEHOLDER_PATTERN,
+                   "description": "a task parameter or subtree input: {name}"}]}
 
 
 def _corpus() -> list[tuple[str, Any]]:
@@ -132,3 +136,42 @@ def test_schema_and_loader_agree_on_mutations_of_the_running_example(
         assert not schema_accepts(data) and not loader_accepts(data)
         return
     assert schema_accepts(data) == loader_accepts(data), (path, how, value, key)
+
+
+PARAMS_DOC = yaml.safe_load((Path(__file__).parent / "fixtures" / "params_pick.yaml").read_text())
+
+
+def _with(path: tuple[Any, ...], value: Any) -> Any:
+    return _mutate(PARAMS_DOC, path, "replace", value, "")
+
+
+@pytest.mark.parametrize(("label", "data", "accepted"), [
+    ("a task with parameters", PARAMS_DOC, True),
+    ("a parameter of an unknown type", _with(("params", "height", "type"), "float"), False),
+    ("an unknown field of a parameter", _with(("params", "height"), {"type": "number",
+                                                                      "deafult": 1}), False),
+    ("a parameter name that is no identifier",
+     _with(("params",), {"the-target": {"type": "object"}}), False),
+    ("a vector of no numbers", _with(("params", "height"), {"type": "vector", "size": 0}),
+     False),
+    ("no choices", _with(("params", "height"), {"type": "number", "choices": []}), False),
+    ("an empty scene", _with(("scene",), ""), False),
+    ("a value port given as a parameter",
+     _with(("phases", 0, "tree", "timeout_s"), "{wait}"), True),
+    ("a value port given as text around a parameter",
+     _with(("phases", 0, "tree", "timeout_s"), "{wait} s"), False),
+    ("a blackboard port never takes a parameter's form",
+     _with(("phases", 0, "tree", "record"), 3), False),
+])
+def test_schema_and_loader_agree_on_parameters(label: str, data: Any, accepted: bool) -> None:
+    assert (schema_accepts(data), loader_accepts(data)) == (accepted, accepted), label
+
+
+def test_the_schema_documents_scene_and_params() -> None:
+    properties = builtin_schema()["properties"]
+    assert properties["scene"]["anyOf"][0] == {"minLength": 1, "type": "string"}
+    assert properties["params"]["propertyNames"] == {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
+    assert properties["params"]["patternProperties"] == {
+        "^[A-Za-z_][A-Za-z0-9_]*$": {"$ref": "#/$defs/ParamSpec"}}
+    assert builtin_schema()["$defs"]["ParamSpec"]["properties"]["type"]["enum"] == [
+        "object", "string", "number", "integer", "boolean", "vector"]

@@ -350,10 +350,15 @@ class TreeReader:
             if port is not None and port.blackboard and m is not None:
                 out[attr] = m["key"]
                 continue
-            if m is not None:
+            if m is not None and m["key"] in ("=", ""):
                 self.problem("XML_ATTRIBUTE", f"<{el.tag}> {attr}={text!r}: this port takes a "
                              "value, not a blackboard reference", el,
-                             "write the value itself", path)
+                             "write the value itself, or '{name}' for a task parameter or a "
+                             "subtree input", path)
+                continue
+            if m is not None:  # a value port: a parameter or a subtree input, used as is
+                kind = port.type if port is not None else "any"
+                out[attr] = [text.strip()] if kind == "list" else text.strip()
                 continue
             try:
                 out[attr] = self.value(text, port.type if port is not None else "any")
