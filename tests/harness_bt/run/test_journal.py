@@ -282,6 +282,20 @@ def test_resume_refuses_a_finished_run_and_a_changed_task_file(tmp_path: Path) -
         open_durable(path)
 
 
+def test_the_journal_keeps_the_runs_parameter_values_and_scene(tmp_path: Path) -> None:
+    task = tmp_path / "task.yaml"
+    task.write_text("name: t\n")
+    path = tmp_path / "run.db"
+    durable = start_durable(path, task_file=task, task_name="t", bridge="zmq",
+                            runtime_url="tcp://127.0.0.1:5555", scene="pick_cube",
+                            params={"target": "green_cube", "height": 0.1})
+    durable.close()
+    durable = open_durable(path)  # what harness resume builds the task with again
+    assert (dict(durable.header.params), durable.header.scene) == (
+        {"target": "green_cube", "height": 0.1}, "pick_cube")
+    durable.close()
+
+
 def test_checkpoints_round_trip_and_fold_in_the_latest_time_used(tmp_path: Path) -> None:
     journal = RunJournal.create(tmp_path / "run.db", header())
     cp = RunCheckpoint(configuration=("a",), activations={"a": 2}, blackboard={"k": [1]},

@@ -13,10 +13,13 @@ Supported: ``Sequence``, ``SequenceWithMemory``, ``ReactiveSequence``, ``Fallbac
 ``AlwaysFailure``, ``Sleep``; ``SubTree`` with port remapping (``port="{key}"``,
 ``port="{=}"``, literal values, ``_autoremap``); any other tag names a registered skill or
 node type (``GraspObject`` -> ``grasp_object``), its attributes the params, ``{key}``
-reading a param from the blackboard. A skill becomes ``act_and_evaluate`` (its SUCCESS is a
-confirmed result, like an action's SUCCESS there), or a bare ``skill_action`` when the element
-names an ``output`` key for an ``Evaluate`` node to judge. Anything else gets an error naming
-the tag and its line.
+reading a param from the blackboard on a blackboard port (a node type's blackboard ports, a
+skill's attributes), and standing for a task parameter or a subtree input on a value port
+(``<Observe objects="{obj}"/>``); a ``SubTree`` port gives both the subtree's blackboard key
+and its input (:mod:`harness_bt.spec.expand`). A skill becomes ``act_and_evaluate`` (its
+SUCCESS is a confirmed result, like an action's SUCCESS there), or a bare ``skill_action``
+when the element names an ``output`` key for an ``Evaluate`` node to judge. Anything else gets
+an error naming the tag and its line.
 """
 
 from __future__ import annotations

@@ -1,0 +1,99 @@
+"""``--set NAME=VALUE`` and ``--scene``: parsed, checked against the task's declarations, and
+handed to the runtime (``RunOptions.params`` / ``.scene``) and the run's summary. The runs here
+stop before a simulator starts: the part that would tick is replaced."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness_bt.cli import main
+from harness_bt.cli import run as run_cli
+from harness_bt.run.episodes import RunReport
+from harness_bt.runtime.episodes import RunOptions
+
+PICK = Path(__file__).resolve().parents[1] / "spec" / "fixtures" / "params_pick.yaml"
+
+
+def err(capsys: pytest.CaptureFixture[str]) -> str:
+    return " ".join(capsys.readouterr().err.split())
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[RunOptions]:
+    """The options each run would start with (no simulator is started)."""
+    seen: list[RunOptions] = []
+
+    def fake(task: Any, options: RunOptions, *args: Any, **kwargs: Any) -> RunReport:
+        seen.append(options)
+        return RunReport(task.name, (), None, options)
+
+    monkeypatch.setattr(run_cli, "_run", fake)
+    return seen
+
+
+def test_validate_takes_values(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(PICK), "--set", "target=green_cube", "--set",
+                 "height=0.2"]) == 0
+    assert capsys.readouterr().out == f"{PICK}: OK (params_pick: 5 phases)\n"
+
+
+def test_validate_names_a_value_that_does_not_fit(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(PICK), "--set", "height=0.5", "--set", "tagret=x"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "--set height=0.5: error INVALID_PARAM_VALUE: parameter 'height' is number (a number "
+        "between 0 and 0.3); got '0.5': 0.5 is above the maximum 0.3; fix: give a number "
+        "between 0 and 0.3, e.g. --set height=0.1",
+        "--set tagret=x: error UNDECLARED_PARAM: the task declares no parameter 'tagret'; its "
+        "parameters: height, target; did you mean 'target'?; fix: give one of the declared "
+        "parameters, or declare it in the task",
+        f"{PICK}: 2 error(s), 0 warning(s)"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--set", "height"], "INVALID_OPTION: --set 'height' is not NAME=VALUE; write e.g. "
+                          "--set target=green_cube --set height=0.1"),
+    (["--set", "=1"], "INVALID_OPTION: --set '=1' is not NAME=VALUE"),
+    (["--set", "height=0.1", "--set", "height=0.2"],
+     "INVALID_OPTION: --set height is given twice ('0.1' and '0.2'); give it once"),
+])
+def test_a_malformed_set_is_a_clear_error(args: list[str], message: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(PICK), *args]) == 1
+    assert message in err(capsys)
+
+
+def test_run_hands_the_values_and_the_tasks_scene_to_the_runtime(
+        started: list[RunOptions], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(PICK), "--set", "target=green_cube", "--set", "height=0.1",
+                 "--json"]) == 1  # no episode ran
+    (options,) = started
+    assert (options.scene, dict(options.params)) == (
+        "pick_cube", {"target": "green_cube", "height": 0.1})
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["task"], summary["scene"], summary["params"]) == (
+        "params_pick", "pick_cube", {"target": "green_cube", "height": 0.1})
+
+
+def test_run_scene_overrides_the_tasks_scene(started: list[RunOptions]) -> None:
+    main(["run", str(PICK), "--scene", "scenes/two_cubes.yaml", "--json"])
+    assert started[0].scene == "scenes/two_cubes.yaml"
+    assert dict(started[0].params) == {"target": "red_cube", "height": 0.12}  # the defaults
+
+
+def test_run_refuses_a_bad_value_before_anything_starts(
+        started: list[RunOptions], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(PICK), "--set", "target=green cube"]) == 1
+    assert started == []
+    assert ("--set target=green cube: error INVALID_PARAM_VALUE: parameter 'target' is object "
+            "(an object id); got 'green cube': 'green cube' is not an object id") in err(capsys)
+
+
+def test_viz_draws_the_task_with_the_values(tmp_path: Path) -> None:
+    out = tmp_path / "pick.mmd"
+    assert main(["viz", str(PICK), "-o", str(out), "--set", "target=green_cube"]) == 0
+    assert "observe green_cube" in out.read_text()
+    assert "red_cube" not in out.read_text()
