@@ -1,6 +1,6 @@
-"""Tree builders for picking an object with the Panda hand: the phases ``pick_cube`` and
-``pick_and_place`` (``trees/``) share, in Python. Every builder takes the object's id, so the
-same recoveries serve any graspable object the perception knows.
+"""Tree builders for the task library (``trees/``) in Python: the same trees as the subtrees of
+``trees/steps.yaml``. Every builder takes the object's id, so the same recoveries serve any
+graspable object the perception knows.
 
 - :func:`approach_tree`: look, go to the pre-grasp pose; back off home after an IK failure or
   a stall (3 attempts).
@@ -10,16 +10,32 @@ same recoveries serve any graspable object the perception knows.
   grasp again, lift again (3 attempts).
 - :func:`pick_phases`: the three as the phases ``approach`` -> ``grasp`` -> ``evaluate`` with
   their transitions, the last one going on to the phase the task names.
+- :func:`carry_tree`: look, carry the held object 15 cm over a destination object.
+- :func:`put_tree`: look, lower the held object inside a container or on top of an object.
+- :func:`carry_to_goal_tree`, :func:`put_at_goal_tree`: the same, to a pose on the blackboard
+  (``goal``, from ``derive_pose``).
+- :func:`put_in_slot_tree`: look, aim at a slot of a container (an offset from its centre, as
+  just seen), lower the held object into it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import py_trees
 
 from harness_bt import Phase, on
-from harness_bt.nodes import Evaluate, Observe, SkillAction, act_and_evaluate, recover
+from harness_bt.nodes import (
+    DerivePose,
+    Evaluate,
+    Observe,
+    SkillAction,
+    act_and_evaluate,
+    recover,
+)
 
-__all__ = ["Behaviour", "approach_tree", "evaluate_tree", "grasp_tree", "look", "pick_phases",
+__all__ = ["Behaviour", "approach_tree", "carry_to_goal_tree", "carry_tree", "evaluate_tree",
+           "grasp_tree", "look", "pick_phases", "put_at_goal_tree", "put_in_slot_tree", "put_tree",
            "sequence"]
 
 Behaviour = py_trees.behaviour.Behaviour
@@ -93,14 +109,47 @@ def pick_phases(obj: str, then: str) -> list[Phase]:
     return [
         Phase("approach", lambda: approach_tree(obj), transitions=[
             on("succeeded", "grasp"), on("failed", "aborted_approach"), *ends],
-            description="the pre-grasp pose above the cube; back off home on an IK "
+            description="the pre-grasp pose above the object; back off home on an IK "
                         "failure or a stall"),
         Phase("grasp", lambda: grasp_tree(obj), transitions=[
             on("succeeded", "evaluate"), on("failed", "aborted_grasp"), *ends],
-            description="close on the cube and lift it; reopen, look again and realign "
+            description="close on the object and lift it; reopen, look again and realign "
                         "after a miss"),
         Phase("evaluate", lambda: evaluate_tree(obj), transitions=[
             on("succeeded", then), on("failed", "aborted_grasp_failed"), *ends],
             description="judge the lift from observations; after a slip let go, look "
                         "again, grasp again"),
     ]
+
+
+def carry_tree(obj: str, dest: str) -> Behaviour:
+    return sequence("carry", look("look", obj, dest), act_and_evaluate(
+        "over_target", "move_ee_to", params={"offset_m": [0.0, 0.0, 0.15], "holding": obj},
+        objects={"target": dest}, snapshot="plan", max_observations=45))
+
+
+def put_tree(obj: str, dest: str, onto: str = "inside", clearance: float = 0.008) -> Behaviour:
+    return sequence("put", look("look", obj, dest), act_and_evaluate(
+        "put_down", "place", params={"object_id": obj, "target_id": dest, "onto": onto,
+                                     "min_height_m": clearance},
+        objects={"target_pose": dest}, snapshot="plan", max_observations=45))
+
+
+def carry_to_goal_tree(obj: str) -> Behaviour:
+    return sequence("carry", look("look", obj), act_and_evaluate(
+        "over_target", "move_ee_to", params={"offset_m": [0.0, 0.0, 0.15], "holding": obj},
+        inputs={"target": "goal"}, snapshot="plan", max_observations=45))
+
+
+def put_in_slot_tree(obj: str, dest: str, slot: Sequence[float]) -> Behaviour:
+    return sequence("put", look("look", obj, dest), DerivePose(
+        "aim", dest, offset=list(slot), snapshot="plan", output="goal"), act_and_evaluate(
+        "put_down", "place", params={"object_id": obj, "target_id": dest, "onto": "inside",
+                                     "max_offset_m": 0.085},
+        inputs={"target_pose": "goal"}, snapshot="plan", max_observations=45))
+
+
+def put_at_goal_tree(obj: str) -> Behaviour:
+    return sequence("put", look("look", obj), act_and_evaluate(
+        "put_down", "place", params={"object_id": obj, "onto": "pose"},
+        inputs={"target_pose": "goal"}, snapshot="plan", max_observations=45))

@@ -69,6 +69,7 @@ class Expander:
     params: Scope = field(default_factory=dict)
     #: every ``{name}`` met in a subtree use or copy
     used_names: set[str] = field(default_factory=set)
+    _nested: list[set[str]] = field(default_factory=list)  # inputs passed on, per use
     #: called with each subtree copy whose values were substituted (to check it)
     on_copy: Callable[[SubtreeDef, Any, list[tuple[str, DocPath]]], None] | None = None
 
@@ -220,6 +221,8 @@ class Expander:
                 values[key] = scope[target]
                 del remap[key]
         self.used_names |= outer.used
+        if self._nested:  # names of the enclosing use's scope read by this use's values
+            self._nested[-1] |= outer.used
         private = not ref.get("autoremap", True)
         fixed = self._template_keys(sub.tree, (*stack, name))
 
@@ -245,13 +248,17 @@ class Expander:
                          f"subtree use {use_name!r} (values)", via)
         note = f"subtree {name!r} used at {doc.where(path)}"
         before = len(self.uses)
-        out = self.expand(tree, sub.doc, sub.path, mapping=inner, via=(*via, note),
-                          stack=(*stack, name), scope=copy.scope)
+        self._nested.append(set())
+        try:
+            out = self.expand(tree, sub.doc, sub.path, mapping=inner, via=(*via, note),
+                              stack=(*stack, name), scope=copy.scope)
+        finally:
+            passed_on = self._nested.pop()
         named = {u.key for u in self.uses[before:]}
         for key in [*remap, *values]:
             if inner(key) in named:
                 continue
-            if key in copy.used:  # an input only: no blackboard key for it
+            if key in copy.used or key in passed_on:  # an input only: no blackboard key
                 self.defaults.pop(f"{use_name}.{key}", None)
                 continue
             self._problem("UNUSED_REMAP", f"subtree {name!r} names no blackboard key "

@@ -19,9 +19,9 @@ __all__ = ["DEFAULT_CAMERAS", "DEFAULT_HOLD_STEPS", "open_runtime"]
 #: the other camera.
 DEFAULT_CAMERAS = ("front:256x192:fov=40",
                    "left:256x192:eye=0.85,-0.6,0.55:target=0.5,0,0.05:fov=45")
-#: The built-in simulator ends a successful episode once success has held this long (3 s), so
+#: The built-in simulator ends a successful episode once success has held this long (5 s), so
 #: the harness can judge the result itself before the episode rolls over.
-DEFAULT_HOLD_STEPS = 90
+DEFAULT_HOLD_STEPS = 150
 _SIM_FAULTS = ("nudge", "slip", "occlude")
 _TRANSPORT_FAULTS = ("drop", "delay")
 

@@ -1,0 +1,175 @@
+"""The task library (``trees/``) built in Python: each builder makes the same task as its YAML
+document (``trees/<name>.yaml``; a test checks both give equal structures for the default
+parameters and for others). ``trees/<name>.py`` exposes one as ``task(**params)``.
+
+- :func:`pick_task`: find the target, approach, grasp and lift it, judge that it is held.
+- :func:`move_task`: pick the target, carry it over a destination object, put it inside (a
+  container: ``pick_and_place``) or on top (an object: ``stack``).
+- :func:`place_at_task`: pick the target and put it back at an offset from where it was seen
+  (a pose derived as data, with no premise on the moved object).
+- :func:`sort_task`: a loop through the statechart: survey, pick the next object of a group
+  that is not in the container yet, put it in, survey again; done when none is left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness_bt import Final, Phase, Task, TaskBudget, on
+from harness_bt.nodes import DerivePose, act_and_evaluate
+from harness_bt.spec.compile import compile_guard
+from skills.trees import (
+    Behaviour,
+    approach_tree,
+    carry_to_goal_tree,
+    carry_tree,
+    evaluate_tree,
+    grasp_tree,
+    look,
+    pick_phases,
+    put_at_goal_tree,
+    put_in_slot_tree,
+    put_tree,
+    sequence,
+)
+
+__all__ = ["RECOVERIES", "move_task", "pick_task", "place_at_task", "sort_task"]
+
+PICK_ABORTS = ("aborted_not_observed", "aborted_approach", "aborted_grasp",
+               "aborted_grasp_failed")
+MOVE_ABORTS = (*PICK_ABORTS, "aborted_dropped", "aborted_place_failed")
+ENDS = ("aborted_unknown", "aborted_budget_exhausted")
+RECOVERIES = ("Recoveries: back off home after an IK failure or a stall on the way; reopen, "
+              "look again and realign after a failed grasp; after a slip (the object not held "
+              "after the lift) let go, look again and grasp again.")
+
+
+def _finals(aborts: Sequence[str]) -> list[Final]:
+    return [Final("done", reason="done"), *(Final(a) for a in (*aborts, *ENDS))]
+
+
+def pick_task(name: str, target: str) -> Task:
+    """``pick`` (and ``pick_cube``, the same with its default)."""
+    return Task(
+        name,
+        [
+            Phase("observe", lambda: look("find_target", target), transitions=[
+                on("succeeded", "approach"), on("failed", "aborted_not_observed")],
+                description="find the target (the plan's snapshot)"),
+            *pick_phases(target, then="done"),
+            *_finals(PICK_ABORTS),
+        ],
+        initial="observe", budget=TaskBudget(max_retries=8, max_time_s=25.0),
+        description="Find the target, go above it, grasp and lift it, and judge from "
+                    f"observations that it is held. {RECOVERIES}",
+        instruction="pick up the {target}", version="2", scene="pick_cube",
+        params={"target": target},
+    )
+
+
+def _carry_phases(transport: Behaviour, put: Behaviour, transport_text: str,
+                  put_text: str) -> list[Phase]:
+    return [
+        Phase("transport", lambda: transport, transitions=[
+            on("succeeded", "place"), on("failed", "aborted_dropped"),
+            on("unknown", "aborted_unknown")], description=transport_text),
+        Phase("place", lambda: put, transitions=[
+            on("succeeded", "done"), on("failed", "aborted_place_failed"),
+            on("unknown", "aborted_unknown")], description=put_text),
+    ]
+
+
+def move_task(name: str, target: str, dest: str, *, onto: str, clearance: float,
+              scene: str, params: dict[str, str], instruction: str, description: str,
+              budget: TaskBudget) -> Task:
+    """Pick ``target``, carry it over ``dest`` and put it ``onto`` (inside | top) it."""
+    return Task(
+        name,
+        [
+            Phase("observe", lambda: look("find_objects", target, dest), transitions=[
+                on("succeeded", "approach"), on("failed", "aborted_not_observed")],
+                description="find the target and where it goes (the plan's snapshot)"),
+            *pick_phases(target, then="transport"),
+            *_carry_phases(carry_tree(target, dest), put_tree(target, dest, onto, clearance),
+                           "carry the target over where it goes, checking it stays in the "
+                           "hand", "lower it, let go, back off; judge where it rests"),
+            *_finals(MOVE_ABORTS),
+        ],
+        initial="observe", budget=budget, description=description, instruction=instruction,
+        version="2", scene=scene, params=params,
+    )
+
+
+def place_at_task(target: str, offset: Sequence[float]) -> Task:
+    """``place_at``: move ``target`` by ``offset`` ([dx, dy] metres) from where it was seen."""
+    def observe() -> Behaviour:
+        return sequence("find_and_aim", look("find_target", target), DerivePose(
+            "aim", target, offset=list(offset), at="sighting", snapshot="plan",
+            output="goal"))
+
+    return Task(
+        "place_at",
+        [
+            Phase("observe", observe, transitions=[
+                on("succeeded", "approach"), on("failed", "aborted_not_observed")],
+                description="find the target; the goal is where it was seen plus the offset "
+                            "(a fixed place: no premise on the target, which moves)"),
+            *pick_phases(target, then="transport"),
+            *_carry_phases(carry_to_goal_tree(target), put_at_goal_tree(target),
+                           "carry the target over the goal, checking it stays in the hand",
+                           "lower it at the goal, let go, back off; judge where it rests"),
+            *_finals(MOVE_ABORTS),
+        ],
+        initial="observe", budget=TaskBudget(max_retries=10, max_time_s=27.0),
+        description="Pick the target up and put it down again at an offset from where it was "
+                    f"seen. {RECOVERIES}",
+        instruction="move the {target} by {offset} m", version="2", scene="place_at",
+        params={"target": target, "offset": list(offset)},
+    )
+
+
+def _put_away(obj: str, container: str, slot: Sequence[float]) -> Behaviour:
+    return sequence("put_away", approach_tree(obj), grasp_tree(obj), evaluate_tree(obj),
+                    carry_tree(obj, container), put_in_slot_tree(obj, container, slot))
+
+
+def sort_task(objects: Sequence[str], container: str,
+              slots: Sequence[Sequence[float]]) -> Task:
+    """``sort``: every object of ``objects`` into ``container``, each in its slot (an offset
+    from the container's centre, so that they do not land on one another), in a loop (see the
+    module docstring)."""
+    survey = [on("succeeded", f"put_{o}", guard=compile_guard(f"world.{o}.in != '{container}'"))
+              for o in objects]
+    return Task(
+        "sort",
+        [
+            Phase("survey", lambda: sequence(
+                "survey", act_and_evaluate("clear_view", "home"),
+                look("look", *objects, container)), transitions=[
+                *survey, on("succeeded", "done"), on("failed", "aborted_not_observed")],
+                description="move the arm out of the view, see every object to sort and the "
+                            "container; go on with the first one not in it yet, or end when "
+                            "none is left"),
+            *(Phase(f"put_{o}", lambda o=o, s=s: _put_away(o, container, s), transitions=[
+                on("succeeded", "survey"), on("failed", f"let_go_{i}"),
+                on("unknown", f"let_go_{i}"),
+                on("budget_exhausted", "aborted_budget_exhausted")],
+                description=f"pick {o}, put it in its slot in the container; whatever "
+                            "happens, survey again")
+              for i, (o, s) in enumerate(zip(objects, slots, strict=True), start=1)),
+            *(Phase(f"let_go_{i}", lambda o=o: act_and_evaluate(
+                "let_go", "release", params={"object_id": o}), transitions=[
+                on("succeeded", "survey"), on("failed", "survey"), on("unknown", "survey")],
+                description=f"open the hand over wherever {o} is (it may still hold it), then "
+                            "survey again")
+              for i, o in enumerate(objects, start=1)),
+            Final("done", reason="done"), Final("aborted_not_observed"),
+            Final("aborted_budget_exhausted"),
+        ],
+        initial="survey", budget=TaskBudget(max_retries=24, max_time_s=75.0),
+        description="Put every object of a group into the container, one at a time, looking "
+                    "again after each: an object knocked out on the way is simply put in "
+                    "again, and the task ends when none is left outside.",
+        instruction="put every red cube in the {container}", version="1", scene="sort",
+        params={"container": container},
+    )

@@ -1,0 +1,15 @@
+"""sort in Python: the same task as ``sort.yaml`` (a test checks that both build equal
+structures). ``harness run trees/sort.py`` runs it."""
+
+from __future__ import annotations
+
+from harness_bt import Task
+from skills.library import sort_task
+
+CUBES = ("red_cube_1", "red_cube_2", "red_cube_3")
+SLOTS = ([-0.05, -0.04], [0.05, -0.04], [0.0, 0.05])  # from the container's centre, metres
+
+
+def task(container: str = "tray") -> Task:
+    """Put every red cube in ``container``, each in its slot."""
+    return sort_task(CUBES, container, SLOTS)
