@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     from runtime_bridge.sim.config import CameraSpec, FaultRates, SimConfig, parse_camera_spec
     from runtime_bridge.sim.env import SimEnv
     from runtime_bridge.sim.episodes import EpisodeBook
+    from runtime_bridge.sim.scenes import SimScene, load_sim_scenes
     from runtime_bridge.sim.scripted import ScriptedPicker
     from runtime_bridge.sim.server import create_sim_app
-    from runtime_bridge.sim.scenes import SimScene, load_sim_scenes
 
 _WHERE = {
     "SimBackend": "backend", "make_backend": "backend",

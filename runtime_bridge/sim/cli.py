@@ -91,7 +91,8 @@ def serve(
     from runtime_bridge.sim.server import create_sim_app
 
     config = SimConfig(
-        scenes=tuple(scene), params=parse_sets(set_), episodes=episodes, num_steps=num_steps, seed=seed,
+        scenes=tuple(scene), params=parse_sets(set_), episodes=episodes, num_steps=num_steps,
+        seed=seed,
         cameras=_cameras(camera, "front:640x480"),
         faults=FaultRates(nudge=fault_nudge, slip=fault_slip, occlude=fault_occlude,
                           drop=fault_drop, delay=fault_delay, delay_s=delay_s),

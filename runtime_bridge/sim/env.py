@@ -109,7 +109,8 @@ class SimEnv:
         objects = {n: self.scene.object_state(n).to_dict() for n in self.scene.objects}
         return {
             "episode": self.episode.index, "scene": self.task.name, "seed": self.episode.seed,
-            "target": self.task.target, "judged": self.task.judged, "timestep": self.timestep, "done": self.done,
+            "target": self.task.target, "judged": self.task.judged, "timestep": self.timestep,
+            "done": self.done,
             "objects": objects,
             "held": [n for n, o in objects.items() if o["held_by"]],
             "start_positions": {n: p.tolist() for n, p in self.scene.start.items()},

@@ -1,14 +1,15 @@
 """An oracle pick / place controller for tests and benchmarks (not a skill).
 
 It reads the target's position from the simulator's ground truth (which the harness never sees)
-and emits GenManip ``ee_pose`` action messages: move above the cube, descend, close, lift, and
-for pick-and-place carry it over the tray, lower and open. It proves the simulator's grasping
+and emits GenManip ``ee_pose`` action messages: move above the object, descend, close, lift,
+and (when told where) carry it over the place to let go, lower and open; one object after
+another. It proves the simulator's grasping
 works, independent of perception; the skills of the harness do the same from observations.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,22 +43,33 @@ class ScriptedPicker:
     phase: int = 0
     _wait: int = 0
 
-    def start(self, ee_pose_state: Any, truth: Mapping[str, Any]) -> None:
+    def start(self, ee_pose_state: Any, truth: Mapping[str, Any],
+              jobs: Sequence[tuple[str, Sequence[float]]] | None = None) -> None:
+        """Plan from the ground truth. ``jobs``: objects to move in turn, each with the TCP
+        position to let go at (None: pick the scene's target and, with ``place``, put it in
+        the tray)."""
         self._commanded = np.asarray(ee_pose_state[0], dtype=np.float64).copy()
-        target = truth.get("target") or next(iter(truth["objects"]))
-        cube = np.asarray(truth["objects"][target]["position"], dtype=np.float64)
-        grasp = cube + _up(0.002)
-        plan = [
-            (grasp + _up(self.approach_height), OPEN, 0),
-            (grasp, OPEN, 3),
-            (grasp, CLOSED, 10),
-            (grasp + _up(self.lift_height), CLOSED, 0),
-        ]
-        if self.place:
-            tray = np.asarray(truth["objects"]["tray"]["position"], dtype=np.float64)
-            over = np.array([tray[0], tray[1], grasp[2] + self.lift_height])
-            plan += [(over, CLOSED, 3), (over - _up(self.lift_height - 0.03), CLOSED, 3),
-                     (over - _up(self.lift_height - 0.03), OPEN, 10), (over, OPEN, 0)]
+        if jobs is None:
+            target = truth.get("target") or next(iter(truth["objects"]))
+            jobs = [(target, [])]
+            if self.place:
+                tray = truth["objects"]["tray"]["position"]
+                jobs = [(target, [tray[0], tray[1], None])]
+        plan: list[tuple[np.ndarray, list[float], int]] = []
+        for obj, release in jobs:
+            grasp = np.asarray(truth["objects"][obj]["position"], dtype=np.float64) + _up(0.002)
+            plan += [
+                (grasp + _up(self.approach_height), OPEN, 0),
+                (grasp, OPEN, 3),
+                (grasp, CLOSED, 10),
+                (grasp + _up(self.lift_height), CLOSED, 0),
+            ]
+            if not release:
+                continue
+            z = grasp[2] + 0.03 if release[2] is None else float(release[2])
+            over = np.array([release[0], release[1], grasp[2] + self.lift_height])
+            down = np.array([release[0], release[1], z])
+            plan += [(over, CLOSED, 3), (down, CLOSED, 3), (down, OPEN, 10), (over, OPEN, 0)]
         self._plan = plan
         self.phase = 0
         self._wait = 0

@@ -4,6 +4,7 @@ conditions compile and evaluate over a scene state."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,8 @@ def test_parameters_bind_and_fill_the_instruction(tmp_path: Path) -> None:
 
 
 def test_an_unknown_object_or_colour_is_refused_at_its_line(tmp_path: Path) -> None:
-    text = GOOD.replace("    big_box: {x:", "    big_bx: {x:").replace("colour: blue", "colour: bleu")
+    text = GOOD.replace("    big_box: {x:", "    big_bx: {x:")
+    text = text.replace("colour: blue", "colour: bleu")
     errs = problems(tmp_path, text)
     assert any(e.startswith(f"{tmp_path / 'scene.yaml'}:8:") and "UNKNOWN_COLOUR" in e
                and "did you mean 'blue'" in e for e in errs)
@@ -115,9 +117,9 @@ def test_structural_errors_and_malformed_yaml(tmp_path: Path) -> None:
 
 
 def test_an_unknown_scene_name_or_missing_file() -> None:
-    with pytest.raises(DefinitionError, match="unknown scene 'stak'.*did you mean 'stack'"):
+    with pytest.raises(DefinitionError, match=r"unknown scene 'stak'.*did you mean 'stack'"):
         load_scene("stak")
-    with pytest.raises(DefinitionError, match="no scene file at 'nowhere/x.yaml'"):
+    with pytest.raises(DefinitionError, match=re.escape("no scene file at 'nowhere/x.yaml'")):
         load_scene("nowhere/x.yaml")
 
 

@@ -166,7 +166,7 @@ def test_open_runtime_builds_the_built_in_simulator_from_run_options() -> None:
         config = rt.backend.config  # type: ignore[attr-defined]
         assert (config.scenes, config.episodes, config.seed, config.faults.slip) == \
             (("pick_and_place",), 3, 5, 0.5)
-        assert config.success_hold_steps == 90 and config.cameras[0].width == 64
+        assert config.success_hold_steps == 150 and config.cameras[0].width == 64
     finally:
         rt.close()
 
