@@ -347,9 +347,9 @@ class Task:
         out: list[str] = []
         if not isinstance(self.name, str) or not self.name.strip():
             out.append(f"task name {self.name!r} must be non-empty")
-        if any(not isinstance(k, str) or not k for k in self.blackboard):
-            out.append(f"blackboard defaults {sorted(map(str, self.blackboard))} need "
-                       "non-empty string keys")
+        for what, keys in (("blackboard defaults", self.blackboard), ("params", self.params)):
+            if any(not isinstance(k, str) or not k for k in keys):
+                out.append(f"{what} {sorted(map(str, keys))} need non-empty string keys")
         malformed: list[str] = []  # what the chart rules cannot read
         if not self.phases:
             malformed.append("a task needs at least one phase")
