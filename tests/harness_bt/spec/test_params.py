@@ -237,6 +237,17 @@ def test_a_placeholder_in_a_blackboard_port_is_refused(tmp_path: Path) -> None:
         "plainly, or give the value in a value port (params: {...: '{where}'})"]
 
 
+def test_a_placeholder_in_an_expression_is_refused(tmp_path: Path) -> None:
+    text = task('{type: wait_for, name: gone, when: "not exists(world.{where})"}')
+    found = errors(check(tmp_path, text))
+    assert found[0] == (
+        "task.yaml:7:46: error PARAM_IN_KEY_PORT: 'when' is an expression: '{where}' is not "
+        "substituted there (at phases[0].tree.when); fix: parameters are not substituted in "
+        "expressions: write the object id or the key itself")
+    assert found[1].startswith("task.yaml:7:46: error INVALID_EXPRESSION: when of wait_for "
+                               "'gone': unexpected character '{'")
+
+
 # ---------------------------------------------------------------------- subtree inputs
 
 SUBTREE_TASK = """\
@@ -316,6 +327,23 @@ def test_a_copys_value_of_the_wrong_type_is_reported_in_the_subtree(tmp_path: Pa
         "'close': Input should be a valid string (got 3) (at "
         "subtrees.pick_object.children[1].params.object_id); fix: see ObjectParams(object_id: "
         "str)"]
+
+
+def test_an_included_librarys_subtree_takes_inputs_too(tmp_path: Path) -> None:
+    library = SUBTREE_TASK.split("subtrees:\n")[1].split("phases:\n")[0]
+    (tmp_path / "lib.yaml").write_text("subtrees:\n" + library)
+    text = SUBTREE_TASK.replace("subtrees:\n" + library, "includes: [lib.yaml]\n").replace(
+        "USE", '{subtree: pick_object, values: {obj: "{target}"}}')
+    assert check(tmp_path, text) == []
+    assert tree_of(tmp_path / "task.yaml", target="tray")["children"][1]["params"] == {
+        "object_id": "tray"}
+    text = text.replace('values: {obj: "{target}"}', "values: {}")
+    found = errors(check(tmp_path, text))
+    assert [p.split(": error ")[1].split(":")[0] for p in found] == [
+        "MISSING_SUBTREE_INPUT", "UNDECLARED_PARAM", "UNDECLARED_PARAM"]  # the task's file first
+    assert found[1].startswith(
+        "lib.yaml:6:47: error UNDECLARED_PARAM: '{obj}' in subtree 'pick_object' is not given "
+        "by its use at task.yaml:7:11 nor a task parameter")
 
 
 # ---------------------------------------------------------------------- the fixture pair
