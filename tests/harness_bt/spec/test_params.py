@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from harness_bt.errors import DefinitionError
 from harness_bt.spec import SpecError, check_file, dump_yaml, load_spec, load_task, neutral_form
 from harness_bt.spec.model import ParamSpec
 from harness_bt.spec.params import check_value, describe, parse_text
@@ -378,7 +379,7 @@ def test_values_the_python_twin_refuses_are_named(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as caught:
         load_task(PICK_PY, params={"tagret": "x"})
     assert caught.value.details["problems"] == [
-        "params tagret='x': error UNDECLARED_PARAM: the task declares no parameter 'tagret'; "
+        "params tagret=x: error UNDECLARED_PARAM: the task declares no parameter 'tagret'; "
         "its parameters: height, target; did you mean 'target'?; fix: declare it as a keyword "
         "parameter of task() (or in PARAMS)"]
 
@@ -397,3 +398,7 @@ def test_a_python_task_declares_its_parameters_in_params(tmp_path: Path) -> None
         load_task(path)
     with pytest.raises(SpecError, match="blue_cube is not one of red_cube, green_cube"):
         load_task(path, params={"target": "blue_cube"})
+    path.write_text(source.replace("def task(target: str, height: float)", "def task(target: str)"))
+    with pytest.raises(DefinitionError, match=r"task\(\) does not take every parameter PARAMS "
+                       r"declares \(height, target\): got an unexpected keyword argument"):
+        load_task(path, params={"target": "green_cube"})
