@@ -112,6 +112,26 @@ def test_a_whole_placeholder_is_the_typed_value_and_a_part_is_text(tmp_path: Pat
     assert built.structure()["params"] == {"x": 0.5, "where": "dock"}
 
 
+def test_a_run_traces_the_values_it_was_built_with(tmp_path: Path) -> None:
+    from harness_bt import FakeClock
+    from harness_bt.testing.example import example_runtime
+    from tests.harness_bt.helpers import runner_for
+
+    path = tmp_path / "task.yaml"
+    path.write_text(task(GO).replace("name: drive\n", "name: drive\nscene: hall\n"))
+    clock = FakeClock()
+    built = load_task(path, skills=example_skills(), params={"x": "0.5"})
+    runner = runner_for(built, clock, example_runtime(clock))
+    runner.tick()
+    (event,) = runner.trace.of_kind("task")
+    assert (event["data"]["scene"], event["data"]["params"]) == (
+        "hall", {"x": 0.5, "where": "dock"})
+    commands = [n["params"]["params"] for n in event["data"]["trees"]["work"]
+                if n["params"].get("skill") == "navigate"]
+    assert commands == [{"x_m": 0.5, "y_m": 0.5, "landmark": "near dock"}]
+    runner.close()
+
+
 def test_a_vector_parameter_becomes_a_list(tmp_path: Path) -> None:
     head = HEAD.replace("phases:\n", "  goal: {type: vector, size: 3, default: [0.5, 0, 0.05]}\n"
                         "phases:\n")
