@@ -431,7 +431,8 @@ class Task:
                 if isinstance(phase.tree, Mapping):
                     if registry is None:
                         registry = NodeRegistry(entry_points=True)
-                    root = build_tree(phase.tree, registry, where=f"phase {phase.id}")
+                    root = build_tree(phase.tree, registry, where=f"phase {phase.id}",
+                                      params=self.params)
                 else:
                     assert phase.tree is not None
                     root = phase.tree()

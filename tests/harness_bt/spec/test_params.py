@@ -422,3 +422,24 @@ def test_a_python_task_declares_its_parameters_in_params(tmp_path: Path) -> None
     with pytest.raises(DefinitionError, match=r"task\(\) does not take every parameter PARAMS "
                        r"declares \(height, target\): got an unexpected keyword argument"):
         load_task(path, params={"target": "green_cube"})
+
+
+def test_a_core_task_substitutes_its_values_into_node_dict_trees() -> None:
+    from harness_bt import Final, Phase, Task, on
+    from harness_bt.spec import build_task, spec_from_task
+
+    def made(objects: list[str]) -> Task:
+        return Task("look", [
+            Phase("work", {"type": "observe", "name": "look", "objects": objects},
+                  transitions=[on("succeeded", "done"), on("failed", "aborted_work")]),
+            Final("done"), Final("aborted_work")], params={"target": "cup"})
+
+    task_ = made(["{target}"])
+    assert task_.structure()["trees"]["work"][0]["params"]["objects"] == ["cup"]
+    spec = spec_from_task(task_)  # the values become declarations with those defaults
+    assert spec.params == {"target": ParamSpec(type="string", default="cup")}
+    assert build_task(spec, skills=example_skills()).structure() == task_.structure()
+    with pytest.raises(DefinitionError, match=r"phase work \(objects\[0\]\): error "
+                       "UNDECLARED_PARAM: '{targte}' names no parameter of the task; its "
+                       "parameters: target; did you mean 'target'?"):
+        made(["{targte}"]).build_trees()
