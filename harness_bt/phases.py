@@ -347,9 +347,9 @@ class Task:
         out: list[str] = []
         if not isinstance(self.name, str) or not self.name.strip():
             out.append(f"task name {self.name!r} must be non-empty")
-        if any(not isinstance(k, str) or not k for k in self.blackboard):
-            out.append(f"blackboard defaults {sorted(map(str, self.blackboard))} need "
-                       "non-empty string keys")
+        for what, keys in (("blackboard defaults", self.blackboard), ("params", self.params)):
+            if any(not isinstance(k, str) or not k for k in keys):
+                out.append(f"{what} {sorted(map(str, keys))} need non-empty string keys")
         malformed: list[str] = []  # what the chart rules cannot read
         if not self.phases:
             malformed.append("a task needs at least one phase")
@@ -431,7 +431,8 @@ class Task:
                 if isinstance(phase.tree, Mapping):
                     if registry is None:
                         registry = NodeRegistry(entry_points=True)
-                    root = build_tree(phase.tree, registry, where=f"phase {phase.id}")
+                    root = build_tree(phase.tree, registry, where=f"phase {phase.id}",
+                                      params=self.params)
                 else:
                     assert phase.tree is not None
                     root = phase.tree()

@@ -49,7 +49,8 @@ def test_authoring_and_visualisation_exports_are_pinned() -> None:
 
     assert sorted(harness_bt.spec.__all__) == sorted([
         "TASK_SUFFIXES", "AtomicSpec", "BudgetSpec", "Checked", "CompoundSpec", "Document",
-        "FinalSpec", "Library", "LibrarySpec", "Mark", "ParallelSpec", "Problem", "Registries",
+        "FinalSpec", "Library", "LibrarySpec", "Mark", "ParallelSpec", "ParamSpec", "Problem",
+        "Registries",
         "Report", "Severity", "SpecError", "TaskSpec", "TransitionSpec", "build_task",
         "build_tree", "check_document", "check_file", "check_spec", "check_tree",
         "compile_guard", "compile_task", "dump_yaml", "import_btcpp", "load_python",

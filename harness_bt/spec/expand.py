@@ -25,7 +25,12 @@ from harness_bt.plugins import did_you_mean
 from harness_bt.spec.expr import ExprError, compile_expr
 from harness_bt.spec.library import Library, SubtreeDef
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, NodeModels, node_tag
-from harness_bt.spec.placeholders import PLACEHOLDER, Substitution, substitute_tree
+from harness_bt.spec.placeholders import (
+    PLACEHOLDER,
+    Substitution,
+    in_key_text,
+    substitute_tree,
+)
 from harness_bt.spec.problems import Problem, Report, Severity
 from harness_bt.spec.source import DocPath, Document, format_path
 
@@ -295,11 +300,9 @@ class Expander:
                           f"('{{{missing}}}' at {', '.join(where)}) and this use does not give "
                           "it", doc, (*path, "subtree"), f"add values: {{{missing}: ...}} to "
                           "this use (a value, or '{param}' for a task parameter)")
-        for missing, at, port in copy.in_keys:
-            self._problem("PARAM_IN_KEY_PORT", f"{port!r} names blackboard keys: "
-                          f"'{{{missing}}}' is not substituted there", sub.doc, at,
-                          f"write the key plainly, or give the value in a value port "
-                          f"(params: {{...: '{{{missing}}}'}})")
+        for missing, at, what in copy.in_keys:
+            message, fix = in_key_text(missing, what)
+            self._problem("PARAM_IN_KEY_PORT", message, sub.doc, at, fix)
 
     def _template_keys(self, tree: Any, stack: tuple[str, ...]) -> set[str]:
         """Keys nodes in ``tree`` write under their own names (never renamed)."""

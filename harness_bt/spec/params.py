@@ -5,7 +5,7 @@ from ``load_task(path, params={...})`` (a value, or text read the same way), els
 declaration's default; a parameter without a default must be given.
 
 >>> from harness_bt.spec.model import ParamSpec
->>> parse_text(ParamSpec(type="vector", size=3), "0,0.1,0")
+>>> check_value(ParamSpec(type="vector", size=3), "0,0.1,0")
 [0.0, 0.1, 0.0]
 >>> check_value(ParamSpec(type="number", min=0), "-1")
 Traceback (most recent call last):
@@ -166,7 +166,8 @@ class Binding:
     declared: dict[str, ParamSpec] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
-    #: names declared but unreadable (reported by the task model): not "undeclared" where used
+    #: names whose declaration, default or given value was refused (and reported): where
+    #: they are used they are not "undeclared" again (a refused value has a stand-in)
     broken: set[str] = field(default_factory=set)
 
 

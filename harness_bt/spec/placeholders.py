@@ -18,7 +18,8 @@ from typing import Any
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, NodeModels, node_tag
 from harness_bt.spec.source import DocPath
 
-__all__ = ["PLACEHOLDER", "Substitution", "has_placeholders", "render", "substitute_tree"]
+__all__ = ["PLACEHOLDER", "Substitution", "has_placeholders", "in_key_text", "render",
+           "substitute_tree"]
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _FIXED = ("type", "name", "skill", "subtree")
@@ -45,7 +46,8 @@ class Substitution:
     scope: dict[str, Any]
     used: set[str] = field(default_factory=set)
     missing: list[tuple[str, DocPath]] = field(default_factory=list)
-    in_keys: list[tuple[str, DocPath, str]] = field(default_factory=list)  # name, path, port
+    #: (name, path, what the port holds: "'inputs' names blackboard keys")
+    in_keys: list[tuple[str, DocPath, str]] = field(default_factory=list)
 
     def text(self, value: str, path: DocPath) -> Any:
         whole = PLACEHOLDER.fullmatch(value)
@@ -108,11 +110,23 @@ def substitute_tree(tree: Any, path: DocPath, models: NodeModels, sub: Substitut
         elif port.type == "trees" and isinstance(value, list):
             out[key] = [substitute_tree(v, (*here, i), models, sub) for i, v in enumerate(value)]
         elif port.blackboard:
-            sub.in_keys += [(name, at, key) for name, at in _found(value, here)]
+            what = f"{key!r} is an expression" if port.blackboard == "expr" else \
+                f"{key!r} names blackboard keys"
+            sub.in_keys += [(name, at, what) for name, at in _found(value, here)]
             out[key] = value
         else:
             out[key] = sub.value(value, here)
     return out
+
+
+def in_key_text(name: str, what: str) -> tuple[str, str]:
+    """The message and the fix for a ``{name}`` in a port that takes no values."""
+    message = f"{what}: '{{{name}}}' is not substituted there"
+    if "expression" in what:
+        return message, ("parameters are not substituted in expressions: write the object id "
+                         "or the key itself")
+    return message, ("write the key plainly, or give the value in a value port (params: "
+                     f"{{...: '{{{name}}}'}})")
 
 
 def has_placeholders(tree: Any, models: NodeModels) -> bool:

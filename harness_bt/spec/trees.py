@@ -13,8 +13,9 @@ import py_trees
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.base import NodeType
 from harness_bt.nodes.registry import NodeRegistry
-from harness_bt.plugins import Registry
+from harness_bt.plugins import Registry, did_you_mean
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, node_tag
+from harness_bt.spec.placeholders import Substitution, substitute_tree
 from harness_bt.spec.problems import Problem, Severity
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import Document, format_path
@@ -46,14 +47,25 @@ def check_tree(tree: Any, registries: Registries, *, where: str = "tree") -> lis
 
 
 def build_tree(tree: Mapping[str, Any], registry: Registry[NodeType] | None = None, *,
-               where: str = "tree") -> Behaviour:
+               where: str = "tree", params: Mapping[str, Any] | None = None) -> Behaviour:
     """Build a tree from ``{"type": ..., "name": ..., <params>, <tree ports>}`` (a leaf may be
-    written ``{"skill": ...}``). Every problem in the whole tree is reported at once, each with
-    its place (``tree (children[2])``); nothing is built unless it passes."""
+    written ``{"skill": ...}``), ``{name}`` in its values standing for ``params[name]`` (a
+    task's parameter values, :mod:`harness_bt.spec.placeholders`). Every problem in the whole
+    tree is reported at once, each with its place (``tree (children[2])``); nothing is built
+    unless it passes."""
     registries = Registries(nodes=registry if registry is not None
                             else NodeRegistry(entry_points=True))
-    problems = [p for p in check_tree(tree, registries, where=where)
-                if p.severity is Severity.ERROR]
+    sub = Substitution(dict(params or {}))
+    tree = substitute_tree(tree, (), registries.models, sub)
+    doc = Document(where, tree, format="python")
+    problems = [Problem("UNDECLARED_PARAM", f"'{{{name}}}' names no parameter of the task; "
+                        f"its parameters: {', '.join(sorted(sub.scope)) or '(none)'}"
+                        f"{did_you_mean(name, sorted(sub.scope))}", doc.where(at),
+                        path=format_path(at), fix="give the task the parameter (Task(..., "
+                        "params={...})), or fix the name")
+                for name, at in sub.missing]
+    problems += [p for p in check_tree(tree, registries, where=where)
+                 if p.severity is Severity.ERROR]
     if problems:
         raise DefinitionError("INVALID_TREE", f"{len(problems)} problem(s) in {where}: "
                               + "; ".join(str(p) for p in problems), where=where,

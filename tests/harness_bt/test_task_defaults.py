@@ -47,3 +47,14 @@ def test_defaults_are_copied_per_run_and_checked(clock: FakeClock) -> None:
     with pytest.raises(DefinitionError, match="need non-empty string keys"):
         Task("t", Task.from_dict(DATA).phases, blackboard={"": 1})
 
+
+
+def test_a_task_carries_its_scene_and_parameter_values() -> None:
+    task = Task.from_dict({**DATA, "scene": "pick_cube", "params": {"target": "red_cube"}})
+    assert (task.scene, task.params) == ("pick_cube", {"target": "red_cube"})
+    structure = task.structure()
+    assert (structure["scene"], structure["params"]) == ("pick_cube", {"target": "red_cube"})
+    plain = Task.from_dict(DATA).structure()
+    assert (plain["scene"], plain["params"]) == (None, {})
+    with pytest.raises(DefinitionError, match=r"params \[''\] need non-empty string keys"):
+        Task("t", Task.from_dict(DATA).phases, params={"": 1})

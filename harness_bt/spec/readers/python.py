@@ -5,6 +5,8 @@ dumped as YAML) when its trees are node-spec dicts."""
 from __future__ import annotations
 
 import importlib.util
+import inspect
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -59,6 +61,14 @@ def load_python(path: str | os.PathLike[str], *,
         if callable(value) and not isinstance(value, TaskSpec | Task):
             binding.declared = python_params(value, getattr(module, "PARAMS", None))
             _bind(binding, given, path, attr)
+            try:
+                inspect.signature(value).bind(**binding.values)
+            except TypeError as exc:
+                raise DefinitionError(
+                    "INVALID_TASK_FILE", f"{path}: {attr}() does not take every parameter "
+                    f"PARAMS declares ({', '.join(sorted(binding.values))}): {exc}",
+                    fix="give the function a keyword parameter for each name in PARAMS"
+                ) from None
             value = value(**binding.values)
         if isinstance(value, TaskSpec | Task):
             return _carry(value, binding, given, path)
@@ -99,13 +109,17 @@ def _carry(made: TaskSpec | Task, binding: Binding, given: dict[str, Any],
                                              else ())})
         problems = [Problem("UNDECLARED_PARAM", f"the task declares no parameter {k!r}; its "
                             f"parameters: {', '.join(known) or '(none)'}"
-                            f"{did_you_mean(k, known)}", f"params {k}={given[k]!r}",
+                            f"{did_you_mean(k, known)}", f"params {k}={_text(given[k])}",
                             fix="declare it as a keyword parameter of task() (or in PARAMS)")
                     for k in rest]
         Report(problems).raise_for_errors(str(path))
     if isinstance(made, Task) and binding.values:
         made.params = {**binding.values, **made.params}
     return made
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
 def _transitions(spec: PhaseSpec, guards: dict[str, str]) -> list[TransitionSpec]:

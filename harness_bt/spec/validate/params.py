@@ -10,7 +10,7 @@ from typing import Any
 from harness_bt.plugins import did_you_mean
 from harness_bt.spec.library import SubtreeDef
 from harness_bt.spec.params import Binding
-from harness_bt.spec.placeholders import Substitution, substitute_tree
+from harness_bt.spec.placeholders import Substitution, in_key_text, substitute_tree
 from harness_bt.spec.problems import Problem, Report
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import DocPath, Document, format_path
@@ -44,12 +44,10 @@ def substitute_phases(doc: Document, binding: Binding, registries: Registries,
                 f"{', '.join(known) or '(none)'}{did_you_mean(name, known)}", doc.where(at),
                 fix=f"declare it (params: {{{name}: {{type: ..., default: ...}}}}) or fix the "
                 "name", path=format_path(at)))
-        for name, at, port in sub.in_keys:
-            out.append(Problem(
-                "PARAM_IN_KEY_PORT", f"{port!r} names blackboard keys: '{{{name}}}' is not "
-                "substituted there", doc.where(at), path=format_path(at),
-                fix=f"write the key plainly, or give the value in a value port (params: "
-                f"{{...: '{{{name}}}'}})"))
+        for name, at, what in sub.in_keys:
+            message, fix = in_key_text(name, what)
+            out.append(Problem("PARAM_IN_KEY_PORT", message, doc.where(at), fix=fix,
+                               path=format_path(at)))
     return out, used
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from harness_bt.errors import DefinitionError
 from harness_bt.spec import SpecError, check_file, dump_yaml, load_spec, load_task, neutral_form
 from harness_bt.spec.model import ParamSpec
 from harness_bt.spec.params import check_value, describe, parse_text
@@ -109,6 +110,26 @@ def test_a_whole_placeholder_is_the_typed_value_and_a_part_is_text(tmp_path: Pat
     built = load_task(path, skills=example_skills(), params={"x": 0.5})
     assert built.params == {"x": 0.5, "where": "dock"}
     assert built.structure()["params"] == {"x": 0.5, "where": "dock"}
+
+
+def test_a_run_traces_the_values_it_was_built_with(tmp_path: Path) -> None:
+    from harness_bt import FakeClock
+    from harness_bt.testing.example import example_runtime
+    from tests.harness_bt.helpers import runner_for
+
+    path = tmp_path / "task.yaml"
+    path.write_text(task(GO).replace("name: drive\n", "name: drive\nscene: hall\n"))
+    clock = FakeClock()
+    built = load_task(path, skills=example_skills(), params={"x": "0.5"})
+    runner = runner_for(built, clock, example_runtime(clock))
+    runner.tick()
+    (event,) = runner.trace.of_kind("task")
+    assert (event["data"]["scene"], event["data"]["params"]) == (
+        "hall", {"x": 0.5, "where": "dock"})
+    commands = [n["params"]["params"] for n in event["data"]["trees"]["work"]
+                if n["params"].get("skill") == "navigate"]
+    assert commands == [{"x_m": 0.5, "y_m": 0.5, "landmark": "near dock"}]
+    runner.close()
 
 
 def test_a_vector_parameter_becomes_a_list(tmp_path: Path) -> None:
@@ -237,6 +258,17 @@ def test_a_placeholder_in_a_blackboard_port_is_refused(tmp_path: Path) -> None:
         "plainly, or give the value in a value port (params: {...: '{where}'})"]
 
 
+def test_a_placeholder_in_an_expression_is_refused(tmp_path: Path) -> None:
+    text = task('{type: wait_for, name: gone, when: "not exists(world.{where})"}')
+    found = errors(check(tmp_path, text))
+    assert found[0] == (
+        "task.yaml:7:46: error PARAM_IN_KEY_PORT: 'when' is an expression: '{where}' is not "
+        "substituted there (at phases[0].tree.when); fix: parameters are not substituted in "
+        "expressions: write the object id or the key itself")
+    assert found[1].startswith("task.yaml:7:46: error INVALID_EXPRESSION: when of wait_for "
+                               "'gone': unexpected character '{'")
+
+
 # ---------------------------------------------------------------------- subtree inputs
 
 SUBTREE_TASK = """\
@@ -318,6 +350,23 @@ def test_a_copys_value_of_the_wrong_type_is_reported_in_the_subtree(tmp_path: Pa
         "str)"]
 
 
+def test_an_included_librarys_subtree_takes_inputs_too(tmp_path: Path) -> None:
+    library = SUBTREE_TASK.split("subtrees:\n")[1].split("phases:\n")[0]
+    (tmp_path / "lib.yaml").write_text("subtrees:\n" + library)
+    text = SUBTREE_TASK.replace("subtrees:\n" + library, "includes: [lib.yaml]\n").replace(
+        "USE", '{subtree: pick_object, values: {obj: "{target}"}}')
+    assert check(tmp_path, text) == []
+    assert tree_of(tmp_path / "task.yaml", target="tray")["children"][1]["params"] == {
+        "object_id": "tray"}
+    text = text.replace('values: {obj: "{target}"}', "values: {}")
+    found = errors(check(tmp_path, text))
+    assert [p.split(": error ")[1].split(":")[0] for p in found] == [
+        "MISSING_SUBTREE_INPUT", "UNDECLARED_PARAM", "UNDECLARED_PARAM"]  # the task's file first
+    assert found[1].startswith(
+        "lib.yaml:6:47: error UNDECLARED_PARAM: '{obj}' in subtree 'pick_object' is not given "
+        "by its use at task.yaml:7:11 nor a task parameter")
+
+
 # ---------------------------------------------------------------------- the fixture pair
 
 
@@ -350,7 +399,7 @@ def test_values_the_python_twin_refuses_are_named(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as caught:
         load_task(PICK_PY, params={"tagret": "x"})
     assert caught.value.details["problems"] == [
-        "params tagret='x': error UNDECLARED_PARAM: the task declares no parameter 'tagret'; "
+        "params tagret=x: error UNDECLARED_PARAM: the task declares no parameter 'tagret'; "
         "its parameters: height, target; did you mean 'target'?; fix: declare it as a keyword "
         "parameter of task() (or in PARAMS)"]
 
@@ -369,3 +418,28 @@ def test_a_python_task_declares_its_parameters_in_params(tmp_path: Path) -> None
         load_task(path)
     with pytest.raises(SpecError, match="blue_cube is not one of red_cube, green_cube"):
         load_task(path, params={"target": "blue_cube"})
+    path.write_text(source.replace("def task(target: str, height: float)", "def task(target: str)"))
+    with pytest.raises(DefinitionError, match=r"task\(\) does not take every parameter PARAMS "
+                       r"declares \(height, target\): got an unexpected keyword argument"):
+        load_task(path, params={"target": "green_cube"})
+
+
+def test_a_core_task_substitutes_its_values_into_node_dict_trees() -> None:
+    from harness_bt import Final, Phase, Task, on
+    from harness_bt.spec import build_task, spec_from_task
+
+    def made(objects: list[str]) -> Task:
+        return Task("look", [
+            Phase("work", {"type": "observe", "name": "look", "objects": objects},
+                  transitions=[on("succeeded", "done"), on("failed", "aborted_work")]),
+            Final("done"), Final("aborted_work")], params={"target": "cup"})
+
+    task_ = made(["{target}"])
+    assert task_.structure()["trees"]["work"][0]["params"]["objects"] == ["cup"]
+    spec = spec_from_task(task_)  # the values become declarations with those defaults
+    assert spec.params == {"target": ParamSpec(type="string", default="cup")}
+    assert build_task(spec, skills=example_skills()).structure() == task_.structure()
+    with pytest.raises(DefinitionError, match=r"phase work \(objects\[0\]\): error "
+                       "UNDECLARED_PARAM: '{targte}' names no parameter of the task; its "
+                       "parameters: target; did you mean 'target'?"):
+        made(["{targte}"]).build_trees()
