@@ -62,7 +62,7 @@ def pick_task(name: str, target: str) -> Task:
         initial="observe", budget=TaskBudget(max_retries=8, max_time_s=25.0),
         description="Find the target, go above it, grasp and lift it, and judge from "
                     f"observations that it is held. {RECOVERIES}",
-        instruction="pick up the {target}", version="2", scene="pick_cube",
+        instruction=f"pick up the {target}", version="2", scene="pick_cube",
         params={"target": target},
     )
 
@@ -95,8 +95,8 @@ def move_task(name: str, target: str, dest: str, *, onto: str, clearance: float,
                            "hand", "lower it, let go, back off; judge where it rests"),
             *_finals(MOVE_ABORTS),
         ],
-        initial="observe", budget=budget, description=description, instruction=instruction,
-        version="2", scene=scene, params=params,
+        initial="observe", budget=budget, description=description,
+        instruction=instruction.format(**params), version="2", scene=scene, params=params,
     )
 
 
@@ -123,7 +123,8 @@ def place_at_task(target: str, offset: Sequence[float]) -> Task:
         initial="observe", budget=TaskBudget(max_retries=10, max_time_s=27.0),
         description="Pick the target up and put it down again at an offset from where it was "
                     f"seen. {RECOVERIES}",
-        instruction="move the {target} by {offset} m", version="2", scene="place_at",
+        instruction=f"move the {target} by {','.join(f'{v:g}' for v in offset)} m", version="2",
+        scene="place_at",
         params={"target": target, "offset": list(offset)},
     )
 
@@ -170,6 +171,6 @@ def sort_task(objects: Sequence[str], container: str,
         description="Put every object of a group into the container, one at a time, looking "
                     "again after each: an object knocked out on the way is simply put in "
                     "again, and the task ends when none is left outside.",
-        instruction="put every red cube in the {container}", version="1", scene="sort",
+        instruction=f"put every red cube in the {container}", version="1", scene="sort",
         params={"container": container},
     )

@@ -12,6 +12,7 @@ from harness_bt.errors import DefinitionError
 from harness_bt.phases import Task
 from harness_bt.spec.expand import Expander
 from harness_bt.spec.expr import Expression, compile_expr, run_env
+from harness_bt.spec.placeholders import PLACEHOLDER, render
 from harness_bt.spec.validate.check import Checked
 
 __all__ = ["compile_guard", "compile_task", "to_neutral"]
@@ -47,6 +48,11 @@ def to_neutral(checked: Checked) -> tuple[dict[str, Any], dict[str, GuardFn]]:
     for name, g in checked.library.guards.items():
         guards[name] = compile_guard(g.text, name)
 
+    def fill(text: str) -> str:
+        """``{param}`` in a guard or the instruction: the parameter's value, as text."""
+        return PLACEHOLDER.sub(lambda m: render(checked.params[m.group(1)])
+                               if m.group(1) in checked.params else m.group(0), text)
+
     def transitions(items: Any) -> list[dict[str, Any]]:
         out = []
         for t in items:
@@ -54,8 +60,9 @@ def to_neutral(checked: Checked) -> tuple[dict[str, Any], dict[str, GuardFn]]:
             if t.reason is not None:
                 entry["reason"] = t.reason
             if t.when is not None:
-                key = f"when: {t.when}"
-                guards.setdefault(key, compile_guard(t.when))
+                when = fill(t.when)
+                key = f"when: {when}"
+                guards.setdefault(key, compile_guard(when))
                 entry["guard"] = key
             elif t.guard is not None:
                 entry["guard"] = t.guard
@@ -95,6 +102,10 @@ def to_neutral(checked: Checked) -> tuple[dict[str, Any], dict[str, GuardFn]]:
     for key in ("description", "instruction", "scene"):
         if getattr(spec, key):
             neutral[key] = getattr(spec, key)
+    if spec.instruction:
+        neutral["instruction"] = fill(spec.instruction)
+    if spec.scene and doc.path is not None and _is_path(spec.scene):
+        neutral["scene"] = str((doc.path.parent / spec.scene).resolve())
     if checked.params:
         neutral["params"] = dict(checked.params)
     if spec.initial is not None:
@@ -105,6 +116,11 @@ def to_neutral(checked: Checked) -> tuple[dict[str, Any], dict[str, GuardFn]]:
     if blackboard:
         neutral["blackboard"] = blackboard
     return neutral, guards
+
+
+def _is_path(scene: str) -> bool:
+    """A scene given as a file (relative to the task file) rather than by name."""
+    return "/" in scene or scene.lower().endswith((".yaml", ".yml", ".json"))
 
 
 def compile_task(checked: Checked) -> Task:

@@ -158,8 +158,8 @@ class SimEnv:
     def _record(self, success: float | None) -> None:
         assert self.episode is not None and self.task is not None and self.faults is not None
         self.book.record({
-            "index": self.episode.index, "task": self.task.name, "seed": self.episode.seed,
-            "worker_id": self.worker_id,
+            "index": self.episode.index, "task": self.episode.task, "scene": self.task.name,
+            "seed": self.episode.seed, "worker_id": self.worker_id,
             "success": None if success is None else float(success), "steps": self.timestep,
             "ended": "not_judged" if success is None else
                      "success" if success >= 1.0 else "timeout",
