@@ -23,8 +23,8 @@ def test_top_level_exports_are_pinned() -> None:
 
 def test_node_and_testing_exports_are_pinned() -> None:
     assert sorted(harness_bt.nodes.__all__) == sorted([
-        "Check", "Delay", "Evaluate", "ForceFailure", "ForceSuccess", "HarnessNode",
-        "KeepRunningUntilFailure", "NodeManifest", "NodeRegistry", "NodeType",
+        "Check", "Delay", "DerivePose", "DerivedPose", "Evaluate", "ForceFailure",
+        "ForceSuccess", "HarnessNode", "KeepRunningUntilFailure", "NodeManifest", "NodeRegistry", "NodeType",
         "Observe", "Port", "RecoveryDone", "RecoveryGate", "RecoveryGuard", "Repeat", "Retry",
         "SkillAction", "Timeout", "WaitFor", "act_and_evaluate", "assign_paths",
         "describe_tree", "iter_nodes", "recover",
@@ -33,7 +33,8 @@ def test_node_and_testing_exports_are_pinned() -> None:
 
 
 def test_every_leaf_documents_its_statuses() -> None:
-    for name in ("SkillAction", "Evaluate", "Observe", "Check", "WaitFor", "Retry", "Timeout",
+    for name in ("SkillAction", "Evaluate", "Observe", "Check", "WaitFor", "DerivePose", "Retry",
+                 "Timeout",
                  "Delay", "Repeat", "ForceSuccess", "ForceFailure", "KeepRunningUntilFailure"):
         doc = getattr(harness_bt.nodes, name).__doc__ or ""
         for word in ("SUCCESS", "FAILURE"):
@@ -107,7 +108,8 @@ def test_the_seams_for_plug_in_authors_are_pinned() -> None:
     assert [g.value for g in harness_bt.plugins.Group] == [
         "harness_bt.skills", "harness_bt.executors", "harness_bt.evaluators",
         "harness_bt.perception", "harness_bt.nodes", "harness_bt.bridges",
-        "harness_bt.backends", "harness_bt.commands"]
+        "harness_bt.backends", "harness_bt.commands", "harness_bt.scenes",
+        "harness_bt.predicates"]
     for module in (harness_bt.seams, harness_bt.plugins):
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)

@@ -5,7 +5,8 @@ the repository's folders are linked (so a block reads ``trees/pick_cube.yaml`` w
 writes stays out of the repository). By the language of its fence:
 
 - ``python``: executed in a fresh namespace;
-- ``yaml``: a task (it has ``name:`` and ``phases:``) passes validation
+- ``yaml``: a scene (it has ``objects:``, written to a file) loads without a problem; a task
+  (it has ``name:`` and ``phases:``) passes validation
   (:func:`harness_bt.spec.check_file`) against the installed skills, or against the registry a
   ``<!-- skills: module:attribute -->`` marker names (as ``harness validate --skills`` does);
   one marked ``<!-- fails validation: why -->`` (an example of an error report) must fail it;
@@ -200,6 +201,14 @@ class PageRunner:
 
         is_task = re.search(r"^name:", block.text, re.M) and re.search(r"^phases:", block.text,
                                                                         re.M)
+        is_scene = re.search(r"^objects:", block.text, re.M) and not is_task
+        if is_scene and name is not None:
+            from harness_bt.scene import check_scene
+
+            scene, report = check_scene(self.workdir / name)
+            assert scene is not None, f"{block.where}: the scene does not load:\n" \
+                                      f"{report.render()}"
+            return
         if not is_task:
             assert name is not None, (
                 f"{block.where}: a YAML block that is not a task must be written for a later "

@@ -1,22 +1,29 @@
-"""The task library: each task's YAML (neutral dict form) and Python build the same task, and
-everything they name exists in the registries the run loads."""
+"""The task library: each task's YAML and Python build the same task (for its default
+parameters and for others), its YAML compiles to a neutral dict form that builds it again,
+everything they name exists in the registries the run loads, and each names its scene."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-import yaml
 
 from harness_bt import EvaluatorRegistry, FakeClock, SkillRegistry, Task, TaskRunner
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.base import iter_nodes
 from harness_bt.nodes.skill_action import SkillAction
-from harness_bt.spec import load_task
+from harness_bt.scene import load_scene
+from harness_bt.spec import check_file, load_task
+from harness_bt.spec.compile import to_neutral
 from harness_bt.testing import FakeRuntime
 
 TREES = Path(__file__).resolve().parents[2] / "trees"
-TASKS = ("pick_cube", "pick_and_place")
+TASKS = ("pick", "pick_cube", "pick_and_place", "stack", "place_at", "sort")
+PICKING = ("pick", "pick_cube", "pick_and_place", "stack", "place_at")
+#: other parameter values each parameterised task is built with
+OTHER = {"pick": {"target": "blue_cube"}, "pick_and_place": {"target": "green_cube"},
+         "stack": {"top": "blue_cube", "bottom": "red_cube"},
+         "place_at": {"target": "green_cube", "offset": [0.05, -0.1]}}
 
 
 @pytest.mark.parametrize("name", TASKS)
@@ -27,18 +34,36 @@ def test_yaml_and_python_build_equal_structures(name: str) -> None:
     assert from_yaml.structure() == from_python.structure()
 
 
-@pytest.mark.parametrize("name", TASKS)
-def test_the_yaml_is_the_neutral_dict_form(name: str) -> None:
-    data = yaml.safe_load((TREES / f"{name}.yaml").read_text())
-    assert Task.from_dict(data).structure() == load_task(TREES / f"{name}.yaml").structure()
+@pytest.mark.parametrize("name", sorted(OTHER))
+def test_yaml_and_python_agree_for_other_parameter_values(name: str) -> None:
+    from_yaml = load_task(TREES / f"{name}.yaml", params=OTHER[name])
+    from_python = load_task(TREES / f"{name}.py", params=OTHER[name])
+    assert from_yaml.structure() == from_python.structure()
+    assert from_yaml.params == {**load_task(TREES / f"{name}.yaml").params, **OTHER[name]}
+    assert from_yaml.structure() != load_task(TREES / f"{name}.yaml").structure()
 
 
 @pytest.mark.parametrize("name", TASKS)
+def test_the_yaml_compiles_to_a_neutral_dict_form(name: str) -> None:
+    data, guards = to_neutral(check_file(TREES / f"{name}.yaml"))
+    assert Task.from_dict(data, guards=guards).structure() == \
+        load_task(TREES / f"{name}.yaml").structure()
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_every_task_names_a_scene_whose_parameters_it_sets(name: str) -> None:
+    task = load_task(TREES / f"{name}.yaml")
+    scene = load_scene(task.scene, params=task.params)
+    assert scene.judged
+    assert {k: v for k, v in task.params.items() if k in scene.params} == task.params
+
+
+@pytest.mark.parametrize("name", PICKING)
 def test_the_phases_go_observe_approach_grasp_evaluate(name: str) -> None:
     task = load_task(TREES / f"{name}.yaml")
     ids = [s.id for s in task.phases]
     expected = ["observe", "approach", "grasp", "evaluate"]
-    if name == "pick_and_place":
+    if name in ("pick_and_place", "stack", "place_at"):
         expected += ["transport", "place"]
     assert ids[:len(expected)] == expected
     assert task.budget.max_retries is not None and task.budget.max_time_s is not None

@@ -107,14 +107,14 @@ def test_serve_refuses_sim_options_with_another_backend(
             "serve --backend sim") in " ".join(capfd.readouterr().err.split())
 
 
-def test_serve_names_the_known_sim_tasks(capfd: pytest.CaptureFixture[str],
+def test_serve_names_the_known_sim_scenes(capfd: pytest.CaptureFixture[str],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "setswitchinterval", lambda _: None)
     assert main(["runtime", "serve", "--backend", "sim", "--sim-scene", "pick_and_plac",
                  "--journal", "", "--telemetry", ""]) == 1
-    assert ("--sim-scene: UNKNOWN_SIM_TASK: unknown sim task 'pick_and_plac'; known: "
-            "pick_and_place, pick_cube; did you mean 'pick_and_place'?"
-            ) in " ".join(capfd.readouterr().err.split())
+    assert ("pick_and_plac: UNKNOWN_SCENE: unknown scene 'pick_and_plac'; known: "
+            "pick_and_place, pick_cube, place_at, sort, stack, table; did you mean "
+            "'pick_and_place'?") in " ".join(capfd.readouterr().err.split())
 
 
 def free_port() -> int:

@@ -99,9 +99,12 @@ def round_trip(entry: Entry, tmp_path: Path) -> None:
         spec = load_spec(entry.yaml, skills=skills)
     path = tmp_path / f"{entry.name}.yaml"
     path.write_text(dump_yaml(spec))
+    for include in spec.includes:  # beside it, as beside the original
+        (tmp_path / include).write_text((entry.yaml.parent / include).read_text())
     again = load_spec(path, skills=skills)
     assert again == spec
-    assert structure(build_task(again, skills=skills)) == structure(as_task(built, skills))
+    rebuilt = build_task(again, skills=skills, base_dir=tmp_path)
+    assert structure(rebuilt) == structure(as_task(built, skills))
 
 
 def test_the_running_example_yaml_is_the_python_spec_and_the_core_task() -> None:
