@@ -13,7 +13,7 @@ parameters and for others). ``trees/<name>.py`` exposes one as ``task(**params)`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from harness_bt import Final, Phase, Task, TaskBudget, on
 from harness_bt.nodes import DerivePose, act_and_evaluate
@@ -129,6 +129,14 @@ def place_at_task(target: str, offset: Sequence[float]) -> Task:
     )
 
 
+def _put_away_tree(obj: str, container: str, slot: Sequence[float]) -> Callable[[], Behaviour]:
+    return lambda: _put_away(obj, container, slot)
+
+
+def _let_go_tree(obj: str) -> Callable[[], Behaviour]:
+    return lambda: act_and_evaluate("let_go", "release", params={"object_id": obj})
+
+
 def _put_away(obj: str, container: str, slot: Sequence[float]) -> Behaviour:
     return sequence("put_away", approach_tree(obj), grasp_tree(obj), evaluate_tree(obj),
                     carry_tree(obj, container), put_in_slot_tree(obj, container, slot))
@@ -151,15 +159,14 @@ def sort_task(objects: Sequence[str], container: str,
                 description="move the arm out of the view, see every object to sort and the "
                             "container; go on with the first one not in it yet, or end when "
                             "none is left"),
-            *(Phase(f"put_{o}", lambda o=o, s=s: _put_away(o, container, s), transitions=[
+            *(Phase(f"put_{o}", _put_away_tree(o, container, s), transitions=[
                 on("succeeded", "survey"), on("failed", f"let_go_{i}"),
                 on("unknown", f"let_go_{i}"),
                 on("budget_exhausted", "aborted_budget_exhausted")],
                 description=f"pick {o}, put it in its slot in the container; whatever "
                             "happens, survey again")
               for i, (o, s) in enumerate(zip(objects, slots, strict=True), start=1)),
-            *(Phase(f"let_go_{i}", lambda o=o: act_and_evaluate(
-                "let_go", "release", params={"object_id": o}), transitions=[
+            *(Phase(f"let_go_{i}", _let_go_tree(o), transitions=[
                 on("succeeded", "survey"), on("failed", "survey"), on("unknown", "survey")],
                 description=f"open the hand over wherever {o} is (it may still hold it), then "
                             "survey again")

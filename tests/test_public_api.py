@@ -24,7 +24,8 @@ def test_top_level_exports_are_pinned() -> None:
 def test_node_and_testing_exports_are_pinned() -> None:
     assert sorted(harness_bt.nodes.__all__) == sorted([
         "Check", "Delay", "DerivePose", "DerivedPose", "Evaluate", "ForceFailure",
-        "ForceSuccess", "HarnessNode", "KeepRunningUntilFailure", "NodeManifest", "NodeRegistry", "NodeType",
+        "ForceSuccess", "HarnessNode", "KeepRunningUntilFailure", "NodeManifest", "NodeRegistry",
+        "NodeType",
         "Observe", "Port", "RecoveryDone", "RecoveryGate", "RecoveryGuard", "Repeat", "Retry",
         "SkillAction", "Timeout", "WaitFor", "act_and_evaluate", "assign_paths",
         "describe_tree", "iter_nodes", "recover",

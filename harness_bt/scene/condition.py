@@ -247,7 +247,7 @@ class _Compiler:
     def number(self, node: ast.AST) -> float | None:
         value = self._param(node, "number")
         if value is not _BAD:
-            return value  # type: ignore[no-any-return]
+            return value
         try:
             result = ast.literal_eval(node)
         except ValueError:
@@ -261,7 +261,7 @@ class _Compiler:
     def vector(self, node: ast.AST) -> list[float] | None:
         value = self._param(node, "vector")
         if value is not _BAD:
-            return value  # type: ignore[no-any-return]
+            return value
         try:
             result = ast.literal_eval(node)
         except ValueError:

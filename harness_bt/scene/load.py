@@ -296,7 +296,7 @@ class _Checker:
     def success(self, spec: SceneSpec, params: dict[str, tuple[str, Any]]) -> Condition | None:
         if spec.success is None:
             return None
-        groups = {}
+        groups: dict[str, list[str]] = {}
         for oid, obj in spec.objects.items():
             if obj.group:
                 groups.setdefault(obj.group, []).append(oid)

@@ -108,12 +108,15 @@ class DistractorSpec(_Spec):
     count: Annotated[list[int], Field(min_length=2, max_length=2)]
 
 
+def _workspace() -> dict[Literal["x", "y", "yaw"], list[float]]:
+    return {"x": [0.40, 0.62], "y": [-0.22, 0.22], "yaw": [-0.5, 0.5]}
+
+
 class LayoutSpec(_Spec):
     """The seeded layout: objects not under ``place`` are sampled in the ``workspace``,
     at least ``separation`` apart (centre to centre, plus the half-size of big objects)."""
 
-    workspace: dict[Literal["x", "y", "yaw"], Range] = Field(
-        default_factory=lambda: {"x": [0.40, 0.62], "y": [-0.22, 0.22], "yaw": [-0.5, 0.5]})
+    workspace: dict[Literal["x", "y", "yaw"], Range] = Field(default_factory=_workspace)
     separation: Number = Field(0.11, ge=0.0)
     place: dict[str, PlacementSpec] = Field(default_factory=dict)
     distractors: DistractorSpec | None = None
@@ -136,7 +139,7 @@ class SceneSpec(_Spec):
     instruction: str = Field("", description="what the scene asks, in words ({param} allowed)")
     params: dict[str, ParamSpec] = Field(default_factory=dict)
     objects: dict[str, ObjectSpec] = Field(min_length=1)
-    layout: LayoutSpec = Field(default_factory=LayoutSpec)
+    layout: LayoutSpec = Field(default_factory=lambda: LayoutSpec.model_validate({}))
     cameras: list[str] = Field(default_factory=list, description="camera specs "
                                "(NAME[:WxH][:eye=x,y,z]...); empty: the runner's default")
     max_steps: int | None = Field(None, ge=1, description="simulator steps an episode of this "

@@ -122,7 +122,7 @@ def _bottom(state: SceneState, name: str) -> float:
     return float(state.position(name)[2]) - state.extents(name)[2] / 2.0
 
 
-def _in_footprint(point: Sequence[float], centre: Sequence[float], yaw: float, half_x: float,
+def _in_footprint(point: Any, centre: Any, yaw: float, half_x: float,
                   half_y: float, *, round_: bool = False) -> bool:
     dx, dy = point[0] - centre[0], point[1] - centre[1]
     if round_:

@@ -70,7 +70,7 @@ def _bowl_mesh(radius: float, height: float, sides: int = 32) -> Path:
         return ring * sides + k % sides + 1  # 3 inner top (1-based OBJ indices)
 
     centre = 4 * sides + 1
-    faces = []
+    faces: list[tuple[int, ...]] = []
     for k in range(sides):
         faces.append((v(0, k), v(0, k + 1), v(1, k + 1), v(1, k)))  # outer wall
         faces.append((v(2, k), v(3, k), v(3, k + 1), v(2, k + 1)))  # inner wall

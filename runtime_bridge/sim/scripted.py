@@ -44,7 +44,7 @@ class ScriptedPicker:
     _wait: int = 0
 
     def start(self, ee_pose_state: Any, truth: Mapping[str, Any],
-              jobs: Sequence[tuple[str, Sequence[float]]] | None = None) -> None:
+              jobs: Sequence[tuple[str, Sequence[float | None]]] | None = None) -> None:
         """Plan from the ground truth. ``jobs``: objects to move in turn, each with the TCP
         position to let go at (None: pick the scene's target and, with ``place``, put it in
         the tray)."""
@@ -66,9 +66,10 @@ class ScriptedPicker:
             ]
             if not release:
                 continue
+            x, y = float(release[0] or 0.0), float(release[1] or 0.0)
             z = grasp[2] + 0.03 if release[2] is None else float(release[2])
-            over = np.array([release[0], release[1], grasp[2] + self.lift_height])
-            down = np.array([release[0], release[1], z])
+            over = np.array([x, y, grasp[2] + self.lift_height])
+            down = np.array([x, y, z])
             plan += [(over, CLOSED, 3), (down, CLOSED, 3), (down, OPEN, 10), (over, OPEN, 0)]
         self._plan = plan
         self.phase = 0
