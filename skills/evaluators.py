@@ -23,8 +23,8 @@ from harness_bt.skill import Postcondition
 from harness_bt.world import WorldObject, WorldView
 from skills.geometry import TABLE_Z, yaw_of
 
-__all__ = ["EVALUATORS", "at_pose", "evaluator_registry", "grasped", "joints_at", "placed_on",
-           "rests_on"]
+__all__ = ["EVALUATORS", "at_pose", "cleared", "evaluator_registry", "grasped", "joints_at",
+           "placed_on", "rests_on"]
 
 NEAR_XY_M = 0.025  # the object's centre this close to the TCP (horizontally) is between the fingers
 NEAR_Z_M = 0.03
@@ -265,6 +265,40 @@ def at_pose(post: Postcondition, observation: Observation, world: WorldView
     return EvaluationResult.succeeded(*evidence, f"{oid} placed at the goal")
 
 
+def cleared(post: Postcondition, observation: Observation, world: WorldView
+            ) -> EvaluationResult:
+    """None of ``objects`` (the objects of a kind: every red cube) is left in ``region``
+    (``[x_min, x_max, y_min, y_max]`` on the table, metres).
+
+    Sources: vision of each object in this very observation. FAILED as soon as one is seen
+    inside the region; UNKNOWN when none is seen inside but one is not visible now (it may be
+    there); SUCCEEDED when every one is seen, outside.
+    """
+    ids = [str(o) for o in post.params["objects"]]
+    x0, x1, y0, y1 = (float(v) for v in post.params["region"])
+    evidence: list[Any] = []
+    unseen: list[str] = []
+    inside: list[str] = []
+    for oid in ids:
+        obj, why = _seen(post, observation, world, oid)
+        if obj is None:
+            unseen.append(oid)
+            evidence.append(why)
+            continue
+        x, y = (float(v) for v in obj.pose.position[:2])
+        here = x0 <= x <= x1 and y0 <= y <= y1
+        evidence.append(f"{oid} at {_r(obj.pose.position)}: {'inside' if here else 'outside'} "
+                        f"the region (conf {obj.confidence:.2f})")
+        if here:
+            inside.append(oid)
+    region = f"x {x0:.3f}..{x1:.3f}, y {y0:.3f}..{y1:.3f}"
+    if inside:
+        return EvaluationResult.failed(*evidence, f"{', '.join(inside)} still in {region}")
+    if unseen:
+        return EvaluationResult.unknown(*evidence, f"cannot tell where {', '.join(unseen)} is")
+    return EvaluationResult.succeeded(*evidence, f"no object left in {region}")
+
+
 def joints_at(post: Postcondition, observation: Observation, world: WorldView
               ) -> EvaluationResult:
     """The arm's joints (first ``len(joints)``) are within ``tolerance_rad`` of ``joints``."""
@@ -283,7 +317,8 @@ def joints_at(post: Postcondition, observation: Observation, world: WorldView
 
 #: name -> evaluator, as the entry points register them.
 EVALUATORS = {"grasped": grasped, "placed_on": placed_on, "inside": placed_on,
-              "rests_on": rests_on, "at_pose": at_pose, "joints_at": joints_at}
+              "rests_on": rests_on, "at_pose": at_pose, "cleared": cleared,
+              "joints_at": joints_at}
 
 
 def evaluator_registry() -> EvaluatorRegistry:

@@ -5,9 +5,10 @@ only the transport is timed): the /step round trip through our server and client
 compatible encoding, with the binary frames fast path, and with the same-host shared-memory
 fast path (arrays copied out of the segment, and as views on it), and the raw loopback floor
 (the same bytes over a bare HTTP POST to a bare ASGI app on the same uvicorn), the paths taking
-turns every round. Then simulator steps per second.
+turns every round. Then simulator steps per second, and the same for every library scene
+(objects differ: the sort scene has six) beside pick_cube.
 
-    .venv/bin/python tests/benchmarks/bench_genmanip.py [--rounds 40]
+    .venv/bin/python tests/benchmarks/bench_genmanip.py [--rounds 40] [--scenes-only]
 """
 
 from __future__ import annotations
@@ -147,9 +148,11 @@ def transport(rounds: int) -> None:
           f"fast path / its floor: {med['fast path'] / med['floor (frames bytes)']:.2f}x")
 
 
-def _steps_per_s(cams: tuple, meshes: str, n: int, rounds: int = 3) -> float:
+def _steps_per_s(cams: tuple, meshes: str, n: int, rounds: int = 3,
+                 scene: str = "pick_cube") -> float:
     """Median over ``rounds`` of ``n`` held steps, in steps per second."""
-    with SimEnv(SimConfig(cameras=cams, num_steps=10_000, arm_meshes=meshes)) as env:
+    with SimEnv(SimConfig(scenes=(scene,), cameras=cams, num_steps=10_000,
+                          arm_meshes=meshes)) as env:
         env.reset()
         env.step(HOLD)
         rates = []
@@ -175,13 +178,29 @@ def sim_speed(steps: int) -> None:
               f" simple / detailed {simple / detailed:.2f}x")
 
 
+def scene_speed(steps: int) -> None:
+    """Each library scene with one 256x192 camera, beside pick_cube in the same run."""
+    cam = (parse_camera_spec("front:256x192:fov=40"),)
+    print("scenes (in-process, 1 camera 256x192, simple arm; median of 3 rounds):")
+    base = None
+    for scene in ("pick_cube", "pick_and_place", "stack", "place_at", "sort", "table"):
+        rate = _steps_per_s(cam, "simple", steps, scene=scene)
+        base = base or rate
+        print(f"  {scene:15s} {rate:7.1f} steps/s ({rate / 30.0:.2f}x real time at 1/30 s; "
+              f"{rate / base:.2f}x pick_cube)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--sim-steps", type=int, default=20)
+    parser.add_argument("--scenes-only", action="store_true",
+                        help="only the speed of each library scene")
     args = parser.parse_args()
-    transport(args.rounds)
-    sim_speed(args.sim_steps)
+    if not args.scenes_only:
+        transport(args.rounds)
+        sim_speed(args.sim_steps)
+    scene_speed(args.sim_steps * 3)
 
 
 if __name__ == "__main__":
