@@ -70,6 +70,8 @@ def validate(
     for path in files:
         checked = check_file(path, skills=registry, params=values)
         report = checked.report
+        if report.ok and checked.spec is not None and checked.spec.scene:
+            report.extend(_scene_problems(checked, path, values))
         for problem in report:
             colour = "red" if problem.severity.value == "error" else "yellow"
             out.print(str(problem), style=colour, markup=False)
@@ -85,6 +87,20 @@ def validate(
                       + (f", {len(report.warnings)} warning(s)" if report.warnings else "")
                       + ")", style="green", markup=False)
     raise typer.Exit(1 if failed else 0)
+
+
+def _scene_problems(checked: Any, path: Path, given: dict[str, Any]) -> list[Any]:
+    """The task against the scene it names: the scene loads with the task's values, and each
+    object parameter names an object of it."""
+    from harness_bt.scene.load import task_scene_problems
+
+    spec = checked.spec
+    where = {"scene": checked.doc.where(("scene",))}
+    for name in spec.params:
+        where[name] = f"--set {name}" if name in given else \
+            checked.doc.where(("params", name, "default"))
+    return task_scene_problems(spec.scene, path.parent, checked.params,
+                               {n: p.type for n, p in spec.params.items()}, where)
 
 
 def schema(

@@ -29,7 +29,7 @@ from harness_bt.spec.source import DocPath, Document, format_path
 from harness_bt.spec.validate.structure import Structure
 
 __all__ = ["REACH_M", "Scene", "SceneError", "check_scene", "find_scene", "load_scene",
-           "scene_registry"]
+           "scene_registry", "task_scene_problems"]
 
 #: Where the Panda reaches on the table: horizontal distance from its base (metres).
 REACH_M = (0.25, 0.80)
@@ -258,7 +258,7 @@ class _Checker:
             given = name in values
             value = values[name] if given else param.default
             path: DocPath = ("params", name) if given else ("params", name, "default")
-            origin = f"set to {value!r} (--set {name}=...)" if given else f"default {value!r}"
+            origin = f"set to {value!r}" if given else f"default {value!r}"
             problem = None
             if value is None:
                 problem = ("MISSING_PARAM", f"scene parameter {name!r} has no value",
@@ -352,3 +352,33 @@ def load_scene(ref: str | os.PathLike[str], *, params: Mapping[str, Any] | None 
     if scene is None:
         raise SceneError(str(path), report)
     return scene
+
+
+def task_scene_problems(scene_ref: str, base: Path | None, task_params: Mapping[str, Any],
+                        types: Mapping[str, str], where: Mapping[str, str]) -> list[Problem]:
+    """What is wrong between a task and the scene it names (``harness validate``): the scene
+    missing or refused, and every object parameter of the task (``types``: name -> type) whose
+    value (``task_params``) is no object of the scene. ``where``: each parameter's place (its
+    ``--set``, or its default in the task file); ``base``: the task file's folder, for a scene
+    named by a relative path."""
+    ref = scene_ref
+    if base is not None and ("/" in ref or ref.lower().endswith((".yaml", ".yml", ".json"))):
+        ref = str((base / ref).resolve())
+    try:
+        path = find_scene(ref)
+    except DefinitionError as exc:
+        return [Problem(exc.code, exc.message, where.get("scene", scene_ref), fix=exc.fix or "")]
+    scene, report = check_scene(path, params=task_params)
+    out = list(report.errors)
+    if scene is None:
+        return out
+    known = list(scene.spec.objects)
+    for name, kind in types.items():
+        value = task_params.get(name)
+        if kind == "object" and isinstance(value, str) and value not in scene.spec.objects:
+            out.append(Problem(
+                "UNKNOWN_OBJECT", f"task parameter {name!r} is {value!r}, which is no object of "
+                f"scene {scene.name!r}; its objects: {', '.join(known)}"
+                f"{did_you_mean(value, known)}", where.get(name, f"params.{name}"),
+                fix="name one of the scene's objects, or run the task on another scene"))
+    return out

@@ -75,6 +75,7 @@ class Expander:
     #: every ``{name}`` met in a subtree use or copy
     used_names: set[str] = field(default_factory=set)
     _nested: list[set[str]] = field(default_factory=list)  # inputs passed on, per use
+    _reported_sites: set[tuple[str, str]] = field(default_factory=set)
     #: called with each subtree copy whose values were substituted (to check it)
     on_copy: Callable[[SubtreeDef, Any, list[tuple[str, DocPath]]], None] | None = None
 
@@ -291,6 +292,9 @@ class Expander:
         sites: dict[str, list[str]] = {}
         for missing, at in copy.missing:
             sites.setdefault(missing, []).append(sub.doc.where(at))
+            if (missing, sub.doc.where(at)) in self._reported_sites:
+                continue  # one report per place, however many uses leave it without a value
+            self._reported_sites.add((missing, sub.doc.where(at)))
             self._problem("UNDECLARED_PARAM", f"'{{{missing}}}' in subtree {name!r} is not given "
                           f"by its use at {use_at} nor a task parameter", sub.doc, at,
                           f"give it where the subtree is used (values: {{{missing}: ...}}), or "

@@ -97,3 +97,22 @@ def test_viz_draws_the_task_with_the_values(tmp_path: Path) -> None:
     assert main(["viz", str(PICK), "-o", str(out), "--set", "target=green_cube"]) == 0
     assert "observe green_cube" in out.read_text()
     assert "red_cube" not in out.read_text()
+
+
+def test_validate_checks_the_task_against_its_scene(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """An object the scene does not have, or a scene that does not exist, fails validation."""
+    from harness_bt.cli import main
+
+    trees = Path(__file__).resolve().parents[3] / "trees"
+    assert main(["validate", str(trees / "stack.yaml"), "--set", "top=blue_cube"]) == 0
+    assert main(["validate", str(trees / "stack.yaml"), "--set", "top=blu_cube"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--set top: error UNKNOWN_OBJECT: scene parameter 'top' (set to 'blu_cube')" in out
+    assert "did you mean 'blue_cube'?" in out
+    text = (trees / "pick.yaml").read_text().replace("scene: pick_cube", "scene: pick_cub")
+    (tmp_path / "pick.yaml").write_text(text)
+    (tmp_path / "steps.yaml").write_text((trees / "steps.yaml").read_text())
+    assert main(["validate", str(tmp_path / "pick.yaml")]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"{tmp_path / 'pick.yaml'}:11:8: error UNKNOWN_SCENE: unknown scene 'pick_cub'" in out
