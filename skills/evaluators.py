@@ -215,15 +215,24 @@ def rests_on(post: Postcondition, observation: Observation, world: WorldView
         f"{gap_z:+.3f} m from its top (within {tol:.3f} m)",
         gap_text, f"hand {hand:.3f} m from {oid}",
     ]
+    return _let_go_and_resting(evidence, oid, hand, gap, [
+        (offset > max_offset, f"{oid} is not on top of {tid}"),
+        (abs(gap_z) > tol, f"{oid} is not resting on {tid}'s top")], f"{oid} rests on {tid}")
+
+
+def _let_go_and_resting(evidence: list[Any], oid: str, hand: float, gap: str | None,
+                        faults: list[tuple[bool, str]], done: str) -> EvaluationResult:
+    """The verdict of a placing: FAILED while the object is still in the hand or on the first
+    fault that holds; UNKNOWN when the hand is close and the fingers cannot say whether it let
+    go; else SUCCEEDED (``done``)."""
     if hand < 0.06 and gap == "holding":
         return EvaluationResult.failed(*evidence, f"{oid} is still in the hand")
-    if offset > max_offset:
-        return EvaluationResult.failed(*evidence, f"{oid} is not on top of {tid}")
-    if abs(gap_z) > tol:
-        return EvaluationResult.failed(*evidence, f"{oid} is not resting on {tid}'s top")
+    for bad, why in faults:
+        if bad:
+            return EvaluationResult.failed(*evidence, why)
     if hand < 0.06 and gap is None:
         return EvaluationResult.unknown(*evidence, "cannot tell whether the hand let go")
-    return EvaluationResult.succeeded(*evidence, f"{oid} rests on {tid}")
+    return EvaluationResult.succeeded(*evidence, done)
 
 
 def at_pose(post: Postcondition, observation: Observation, world: WorldView
@@ -254,15 +263,10 @@ def at_pose(post: Postcondition, observation: Observation, world: WorldView
         f"{_r(goal)}: {off:.3f} m across (at most {tol:.3f} m), {dz:+.3f} m up",
         gap_text, f"hand {hand:.3f} m from {oid}",
     ]
-    if hand < 0.06 and gap == "holding":
-        return EvaluationResult.failed(*evidence, f"{oid} is still in the hand")
-    if off > tol:
-        return EvaluationResult.failed(*evidence, f"{oid} is not at the goal")
-    if abs(dz) > max_drop:
-        return EvaluationResult.failed(*evidence, f"{oid} is not resting at the goal's height")
-    if hand < 0.06 and gap is None:
-        return EvaluationResult.unknown(*evidence, "cannot tell whether the hand let go")
-    return EvaluationResult.succeeded(*evidence, f"{oid} placed at the goal")
+    return _let_go_and_resting(evidence, oid, hand, gap, [
+        (off > tol, f"{oid} is not at the goal"),
+        (abs(dz) > max_drop, f"{oid} is not resting at the goal's height")],
+        f"{oid} placed at the goal")
 
 
 def cleared(post: Postcondition, observation: Observation, world: WorldView

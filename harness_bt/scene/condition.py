@@ -244,14 +244,21 @@ class _Compiler:
             return None
         return _BAD
 
-    def number(self, node: ast.AST) -> float | None:
-        value = self._param(node, "number")
+    def _literal(self, node: ast.AST, kind: str) -> Any:
+        """A parameter of ``kind`` by name (its value, or None when of another type), else
+        the literal written (``_BAD`` when it is none)."""
+        value = self._param(node, kind)
         if value is not _BAD:
             return value
         try:
-            result = ast.literal_eval(node)
+            return ast.literal_eval(node)
         except ValueError:
-            result = None
+            return _BAD
+
+    def number(self, node: ast.AST) -> float | None:
+        result = self._literal(node, "number")
+        if result is None:
+            return None
         if isinstance(result, bool) or not isinstance(result, int | float):
             self.error("WRONG_ARGUMENT", f"{self.source(node)!r} is not a number",
                        "write a number such as 0.05, or a number parameter", node)
@@ -259,13 +266,9 @@ class _Compiler:
         return float(result)
 
     def vector(self, node: ast.AST) -> list[float] | None:
-        value = self._param(node, "vector")
-        if value is not _BAD:
-            return value
-        try:
-            result = ast.literal_eval(node)
-        except ValueError:
-            result = None
+        result = self._literal(node, "vector")
+        if result is None:
+            return None
         if not (isinstance(result, list | tuple) and 2 <= len(result) <= 3 and all(
                 isinstance(x, int | float) and not isinstance(x, bool) for x in result)):
             self.error("WRONG_ARGUMENT", f"{self.source(node)!r} is not a vector",

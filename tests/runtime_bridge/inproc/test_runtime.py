@@ -4,7 +4,9 @@ built-in simulator in-process and over a GenManip server through real HTTP."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -160,8 +162,8 @@ def test_a_genmanip_server_over_http_is_driven_the_same_way() -> None:
 
 
 def test_open_runtime_builds_the_built_in_simulator_from_run_options() -> None:
-    rt = open_runtime(RunOptions(task="pick_and_place", scene="pick_and_place", episodes=3, seed=5,
-                                 faults={"slip": 0.5}, cameras=("front:64x48",)))
+    rt = open_runtime(RunOptions(task="pick_and_place", scene="pick_and_place", episodes=3,
+                                 seed=5, faults={"slip": 0.5}, cameras=("front:64x48",)))
     try:
         config = rt.backend.config  # type: ignore[attr-defined]
         assert (config.scenes, config.episodes, config.seed, config.faults.slip) == \
@@ -172,12 +174,16 @@ def test_open_runtime_builds_the_built_in_simulator_from_run_options() -> None:
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    (RunOptions(task="pick_cube", faults={"wobble": 0.2}), "unknown fault(s) wobble; known: "
-                                                            "nudge, slip, occlude"),
-    (RunOptions(task="pick_cube", faults={"drop": 0.2}), "drop are faults of the HTTP transport"),
+    (RunOptions(task="pick_cube", scene="pick_cube", faults={"wobble": 0.2}),
+     "unknown fault(s) wobble; known: nudge, slip, occlude"),
+    (RunOptions(task="pick_cube", scene="pick_cube", faults={"drop": 0.2}),
+     "drop are faults of the HTTP transport"),
     (RunOptions(task="pick_cube", sim_url="http://127.0.0.1:9", faults={"slip": 0.2}),
      "--inject configures the built-in simulator"),
     (RunOptions(task="stack_cubes", scene="stack_cubes"), "unknown scene 'stack_cubes'"),
+    (RunOptions(task="stack_cubes"), "NO_SCENE: task 'stack_cubes' names no scene"),
+    (RunOptions(task="pick", scene="pick_cube", params={"target": "pink_cube"}),
+     "scene parameter 'target' (set to 'pink_cube') is not an object of scene 'pick_cube'"),
 ])
 def test_open_runtime_refuses_what_it_cannot_do(options: RunOptions, message: str) -> None:
     with pytest.raises(DefinitionError) as err:
@@ -189,3 +195,34 @@ def test_starting_an_episode_while_one_runs_is_refused(runtime: InProcRuntime) -
     runtime.start_episode()
     with pytest.raises(BridgeError, match="EPISODE_OPEN"):
         runtime.start_episode()
+
+
+@pytest.mark.slow
+def test_a_run_on_a_scene_without_a_success_condition_is_not_judged(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The harness succeeds; the simulator judges nothing: no verdict, no false success, and
+    the summary says '-' (JSON null)."""
+    from harness_bt.cli import main
+
+    trees = Path(__file__).resolve().parents[3] / "trees"
+    code = main(["run", str(trees / "pick.yaml"), "--scene", "table", "--json",
+                 "--camera", "front:256x192:fov=40"])
+    report = json.loads(capsys.readouterr().out)
+    (episode,) = report["episodes"]
+    assert code == 0 and report["scene"] == "table"
+    assert (episode["reason"], episode["sim_success"], episode["sim_ended_by"],
+            episode["false_success"]) == ("done", None, "not_judged", False)
+    assert report["sim_success_rate"] is None and report["false_success_count"] == 0
+
+
+def test_a_server_that_judges_nothing_says_so() -> None:
+    for scene, judged in (("table", False), ("pick_cube", True)):
+        with ServerThread(create_sim_app(SimConfig(scenes=(scene,), cameras=()))) as running:
+            backend = GenManipBackend(running.url)
+            try:
+                backend.reset()
+                assert backend.judged is judged
+                assert backend.sim_info is not None
+                assert backend.sim_info["scenes"][scene]["judged"] is judged
+            finally:
+                backend.close()
