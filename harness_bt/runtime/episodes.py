@@ -38,8 +38,8 @@ class RunOptions:
     """What ``harness run`` asks of a runtime.
 
     ``task``: the task's name. ``scene``: the simulator scene to run (a registered scene's
-    name or a scene file's path; None: the runtime's default, for the built-in simulator the
-    scene of the task's name when one is registered). ``params``: the task's parameter values
+    name or a scene file's path; None: the runtime's own, and the built-in simulator refuses
+    to guess). ``params``: the task's parameter values
     (name -> value); a scene that declares a parameter of the same name takes its value.
     ``sim_url``: a GenManip server to drive (None: start the built-in simulator in-process).
     ``episodes`` / ``seed``: how many episodes, from which layout seed. ``faults``: fault rates
