@@ -5,8 +5,9 @@
 * **slip**: while the target is carried (held, lifted >= 1 cm), the fingers go limp and the
   target loses its friction for 8 steps, once per episode with probability ``rates.slip``.
 
-The target is the scene's ``target`` parameter; a scene without one has every movable object
-as a target (the first one approached is nudged, the first one carried slips).
+The target is the scene's ``target`` parameter (or its first object parameter) when that is an
+object that moves; otherwise (``sort``: its parameter is the container) every movable object is
+a target: the first one approached is nudged, the first one carried slips.
 * **occlude**: each step, with probability ``rates.occlude``, cover a large part of one camera's
   image (dark pixels, depth a few cm from the lens) for ``rates.occlude_steps`` steps.
 * **drop** / **delay**: per ``/step`` decisions for the HTTP server (:class:`TransportFaults`).
@@ -45,9 +46,8 @@ class FaultInjector:
 
     def before_physics(self, scene: Scene, step: int) -> None:
         """Decide and apply nudge / slip for this step (called after the action, before physics)."""
-        candidates = [self.target] if self.target is not None else \
-            [n for n in scene.objects if scene.movable(n)]
-        candidates = [n for n in candidates if n in scene.objects]
+        candidates = [self.target] if self.target in scene.objects and \
+            scene.movable(self.target) else [n for n in scene.objects if scene.movable(n)]
         if not candidates:
             return
         approached = next((n for n in candidates if self._approaching(scene, n)), None)

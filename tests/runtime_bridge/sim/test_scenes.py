@@ -94,3 +94,21 @@ def test_scene_parameters_choose_the_target(make_env: Callable[..., SimEnv]) -> 
     assert episodes[0]["final_ground_truth"]["blue_cube"]["held_by"] == "panda_hand"
     with pytest.raises(DefinitionError, match="did you mean 'blue_cube'"):
         make_env(scenes=("pick_cube",), params={"target": "blue_cub"})
+
+
+def test_faults_hit_a_moving_object_when_the_scene_target_is_a_container(
+        make_env: Callable[..., SimEnv]) -> None:
+    """In sort the scene's object parameter is the tray: the cubes are nudged and slip."""
+    from runtime_bridge.sim.config import FaultRates
+    from runtime_bridge.sim.scripted import ScriptedPicker
+
+    env = make_env(scenes=("sort",), num_steps=300, faults=FaultRates(nudge=1.0, slip=1.0))
+    entry = env.reset()
+    truth = env.ground_truth()
+    assert truth["target"] == "tray"
+    picker = ScriptedPicker()
+    picker.start(entry["obs"]["ee_pose_state"], truth, [("red_cube_1", [])])
+    for _ in range(150):
+        env.step(picker.action())
+    fired = {f["kind"]: f["object"] for f in env.faults.fired}
+    assert fired.get("nudge") == "red_cube_1"
