@@ -161,10 +161,10 @@ def sort_task(objects: Sequence[str], container: str,
                             "none is left"),
             *(Phase(f"put_{o}", _put_away_tree(o, container, s), transitions=[
                 on("succeeded", "survey"), on("failed", f"let_go_{i}"),
-                on("unknown", f"let_go_{i}"),
+                on("unknown", "aborted_unknown"),
                 on("budget_exhausted", "aborted_budget_exhausted")],
-                description=f"pick {o}, put it in its slot in the container; whatever "
-                            "happens, survey again")
+                description=f"pick {o}, put it in its slot in the container; after a failure "
+                            "let go and survey again")
               for i, (o, s) in enumerate(zip(objects, slots, strict=True), start=1)),
             *(Phase(f"let_go_{i}", _let_go_tree(o), transitions=[
                 on("succeeded", "survey"), on("failed", "survey"), on("unknown", "survey")],
@@ -172,7 +172,7 @@ def sort_task(objects: Sequence[str], container: str,
                             "survey again")
               for i, o in enumerate(objects, start=1)),
             Final("done", reason="done"), Final("aborted_not_observed"),
-            Final("aborted_budget_exhausted"),
+            Final("aborted_unknown"), Final("aborted_budget_exhausted"),
         ],
         initial="survey", budget=TaskBudget(max_retries=24, max_time_s=75.0),
         description="Put every object of a group into the container, one at a time, looking "

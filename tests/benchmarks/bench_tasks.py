@@ -49,7 +49,7 @@ ROWS: dict[str, list[dict[str, Any]]] = {
 }
 TARGETS = {("sort", "clean"): 0.80, ("sort", "faults"): 0.70}
 DEFAULT_TARGET = {"clean": 0.90, "faults": 0.80}
-SORT_SLOTS = ([-0.05, -0.04], [0.05, -0.04], [0.0, 0.05])
+SORT_SLOTS = ([-0.05, -0.05], [-0.05, 0.05], [0.03, 0.0])
 
 
 def _jobs(task: str, params: dict[str, Any], truth: dict[str, Any]) -> list[Any] | None:
