@@ -11,7 +11,7 @@ from skills.library import RECOVERIES, move_task
 def task(top: str = "red_cube", bottom: str = "green_cube") -> Task:
     """Put ``top`` on ``bottom`` (its top face)."""
     return move_task(
-        "stack", top, bottom, onto="top", clearance=0.044, scene="stack",
+        "stack", top, bottom, onto="top", clearance=0.038, scene="stack",
         params={"top": top, "bottom": bottom}, instruction="put the {top} on the {bottom}",
         description="Find the two objects, pick the top one up (as pick), carry it over the "
                     "bottom one, lower it until it rests on the bottom one's top face, let go, "
