@@ -34,6 +34,11 @@ FINGER_OPEN = 0.04
 ARM_FORCE = (200.0, 200.0, 200.0, 200.0, 60.0, 60.0, 60.0)
 FINGER_FORCE = 140.0
 FINGER_FRICTION = 2.0
+#: Torsional friction of the finger pads (Bullet multiplies it by the object's): a pinched
+#: object does not swing about the line between the fingertips as the hand accelerates.
+FINGER_SPIN = 1.0
+#: Largest force (N) of the gearing that keeps the two fingers symmetric.
+FINGER_GEAR_FORCE = 100.0
 IK_POS_TOL = 0.004
 IK_ANG_TOL = 0.03
 
@@ -132,7 +137,16 @@ class PandaArm:
         self.kin = _Kinematics()
         for link in (*FINGER_JOINTS,):
             client.changeDynamics(self.body, link, lateralFriction=FINGER_FRICTION,
-                                  spinningFriction=0.02, rollingFriction=0.0, frictionAnchor=True)
+                                  spinningFriction=FINGER_SPIN, rollingFriction=0.0,
+                                  frictionAnchor=True)
+        # The real hand's fingers are geared together: they open and close as one, so a held
+        # object stays centred between them (two independent motors, both at their force
+        # limit, let it slide sideways with every acceleration of the hand).
+        gear = client.createConstraint(self.body, FINGER_JOINTS[0], self.body, FINGER_JOINTS[1],
+                                       jointType=pb.JOINT_GEAR, jointAxis=[1, 0, 0],
+                                       parentFramePosition=[0, 0, 0],
+                                       childFramePosition=[0, 0, 0])
+        client.changeConstraint(gear, gearRatio=-1, erp=0.1, maxForce=FINGER_GEAR_FORCE)
         self.commanded_joints = np.array(HOME)
         self.commanded_fingers = np.array([FINGER_OPEN, FINGER_OPEN])
         self.commanded_tcp = self.kin.fk(self.commanded_joints)
