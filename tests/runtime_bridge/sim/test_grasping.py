@@ -53,3 +53,27 @@ def test_without_closing_the_gripper_nothing_is_picked(make_env: Callable[..., S
     episodes = run_scripted(env, close=False)
     assert [e["ended"] for e in episodes] == ["timeout", "timeout"]
     assert env.results()["final_metric"] == {"pick_cube": 0.0}
+
+
+def test_a_carried_cube_stays_centred_between_the_fingers(make_env: Callable[..., SimEnv]
+                                                          ) -> None:
+    """The fingers are geared together: carried sideways fast and stopped short, the cube
+    stays within 3 mm of the hand's centre line (two free finger motors let it slide about
+    1.5 cm)."""
+    env = make_env(scenes=("pick_cube",), episodes=1, num_steps=400, success_hold_steps=400)
+    result = env.reset()
+    picker = ScriptedPicker()
+    picker.start(result["obs"]["ee_pose_state"], env.ground_truth())
+    while env.ground_truth()["objects"]["red_cube"]["position"][2] < 0.10:
+        result = env.step(picker.action())
+    offsets = []
+    for k in range(60):  # 5 mm per step along y (0.15 m/s), then hold still
+        dy = 0.005 if k < 30 else 0.0
+        result = env.step({"control_type": "ee_pose", "action": [[0.0, dy, 0.0],
+                                                                 [1.0, 0.0, 0.0, 0.0],
+                                                                 [0.0, 0.0]]})
+        cube = env.ground_truth()["objects"]["red_cube"]["position"]
+        tcp = result["obs"]["ee_pose_state"][0]
+        offsets.append(abs(cube[1] - tcp[1]))
+    assert env.ground_truth()["objects"]["red_cube"]["held_by"] == "panda_hand"
+    assert max(offsets) < 0.003, max(offsets)
