@@ -11,7 +11,8 @@ from rich.console import Console
 from harness_bt.errors import DefinitionError
 from harness_bt.plugins import load_reference
 
-__all__ = ["SET_HELP", "export_xml", "import_xml", "parse_set", "resolve_skills", "schema", "validate"]
+__all__ = ["SET_HELP", "export_xml", "import_xml", "parse_set", "resolve_skills", "schema",
+           "validate"]
 
 SKILLS_HELP = ("Skill registry to check against, as module:attribute (a SkillRegistry or a "
                "function returning one), e.g. harness_bt.testing.example:example_skills. "
