@@ -41,8 +41,8 @@ def _scalar(value: Any) -> bool:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal, and of the same JSON kinds (``1``, ``1.0`` and ``True`` differ)."""
-    return json.dumps(a, default=str) == json.dumps(b, default=str)
+    """Equal, and of the same JSON kinds (``1``, ``1.0`` and ``True`` differ); key order aside."""
+    return json.dumps(a, default=str, sort_keys=True) == json.dumps(b, default=str, sort_keys=True)
 
 
 class _Writer:
