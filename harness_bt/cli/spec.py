@@ -150,14 +150,14 @@ def import_xml(
               if v is not None}
     spec = import_btcpp(file, tree=tree, name=name, skills=registry,
                         budget={**DEFAULT_BUDGET, **budget})
+    text = dump_yaml(spec, header=f"imported from {file.name} (BehaviorTree.CPP v4)")
+    _write(text, output)
     xml, _ = read_btcpp(file, Registries.installed(skills=registry))
     if not (xml.data or {}).get("task", {}).get("budget") and spec.budget is not None:
         typer.echo(f"note: {file.name} gives no task budget (BehaviorTree.CPP has none); the "
                    f"task gets max_retries={spec.budget.max_retries}, max_time_s="
                    f"{spec.budget.max_time_s:g} (--max-retries, --max-time-s to change, or "
                    "edit budget: in the task file)", err=True)
-    text = dump_yaml(spec, header=f"imported from {file.name} (BehaviorTree.CPP v4)")
-    _write(text, output)
 
 
 def export_xml(
