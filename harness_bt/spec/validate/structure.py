@@ -26,7 +26,7 @@ TagFn = Callable[[Any], str | None]
 _TYPES = {"string_type": "text", "int_type": "a whole number", "float_type": "a number",
           "bool_type": "true or false", "list_type": "a list", "dict_type": "a mapping",
           "model_type": "a mapping", "literal_error": "one of the allowed values"}
-_PHASE_KINDS = ("atomic", "compound", "parallel", "final")
+_PHASE_KINDS = ("atomic", "compound", "parallel", "final", "history")
 
 
 def _describe(value: Any) -> str:
