@@ -240,13 +240,18 @@ class _ChartChecks:
                 if compound is not None and compound.kind == "compound":
                     enter(phase.default or compound.initial or compound.phases[0].id)
             elif phase.kind == "compound":
-                enter(phase.initial or phase.phases[0].id)
+                first = phase.initial or phase.phases[0].id
+                if getattr(specs.get(first), "kind", None) == "history":  # reported already
+                    first = next((c.id for c in phase.phases if c.kind != "history"), first)
+                enter(first)
             elif phase.kind == "parallel":
                 for region in phase.regions:
                     enter(region.id)
 
         initial = self.initial
         top = initial if initial is not None and initial in specs else self.phases[0].id
+        if specs[top].kind == "history":  # misplaced (reported): start at the first phase
+            top = next((p.id for p in self.phases if p.kind != "history"), top)
         enter(top)
         while True:
             before = len(reached)
