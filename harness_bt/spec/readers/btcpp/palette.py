@@ -42,8 +42,8 @@ def port_syntax(kind: str) -> str:
 
 
 def _port(direction: str, name: str, kind: str, description: str,
-          default: Any = None) -> Element:
-    attrs = {"name": name, "type": _CPP.get(kind, "std::string")}
+          default: Any = None, cpp: str | None = None) -> Element:
+    attrs = {"name": name, "type": cpp or _CPP.get(kind, "std::string")}
     if default is not None and not isinstance(default, list | dict):
         attrs["default"] = str(default).lower() if isinstance(default, bool) else str(default)
     syntax = port_syntax(kind)
@@ -63,6 +63,28 @@ def _annotation_kind(annotation: Any) -> str:
     return {str: "str", int: "int", float: "float", bool: "bool"}.get(annotation, "any")
 
 
+def _cpp_type(annotation: Any) -> str:
+    """``list[float]`` -> ``std::vector<double>``."""
+    kind = _annotation_kind(annotation)
+    if kind == "list":
+        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        item = _CPP.get(_annotation_kind(args[0]), "std::string") if args else "std::string"
+        return f"std::vector<{item}>"
+    return _CPP.get(kind, "std::string")
+
+
+def _bounds(info: Any) -> str:
+    """A field's bounds in words (``>= 0, <= 0.3``)."""
+    out = []
+    for item in info.metadata:
+        for attr, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"),
+                           ("min_length", "length >=")):
+            value = getattr(item, attr, None)
+            if value is not None:
+                out.append(f"{sign} {value}")
+    return ", ".join(out)
+
+
 def _node_type(manifest: NodeManifest) -> Element:
     branches = [p for p in manifest.ports if p.type in ("tree", "trees")]
     tag = _KIND.get(manifest.kind, "Action")
@@ -77,8 +99,15 @@ def _node_type(manifest: NodeManifest) -> Element:
         direction = "output_port" if p.blackboard == "write" else "input_port"
         el.children.append(_port(direction, p.name, p.type, p.description, p.default))
     status = "; ".join(f"{k}: {v}" for k, v in manifest.status.items())
-    el.text = "; ".join(t for t in (manifest.description, status) if t)
+    _describe(el, "; ".join(t for t in (manifest.description, status) if t))
     return el
+
+
+def _describe(el: Element, text: str) -> None:
+    """A node model's description, as BehaviorTree.CPP 4 writes a manifest's metadata."""
+    if text:
+        el.children.append(Element("MetadataFields", {}, 0, 0,
+                                   [Element("Metadata", {"description": text})]))
 
 
 def _skill(name: str, skill: Any) -> Element:
@@ -86,11 +115,13 @@ def _skill(name: str, skill: Any) -> Element:
     model: type[BaseModel] = skill.params_model
     for field_name, info in model.model_fields.items():
         default = None if info.is_required() else info.default
+        text = "; ".join(t for t in (info.description or "", _bounds(info),
+                                     "" if default is not None else "required") if t)
         el.children.append(_port("input_port", field_name, _annotation_kind(info.annotation),
-                                 info.description or "", default))
+                                 text, default, _cpp_type(info.annotation)))
     for port, (direction, kind, text) in SKILL_PORTS.items():
         el.children.append(_port(direction, port, kind, text))
-    el.text = f"skill {name}: {skill.description or ''}".strip()
+    _describe(el, f"skill {name}: {skill.description or ''}".strip())
     return el
 
 
@@ -122,7 +153,9 @@ def _chart() -> list[Element]:
 
 
 def tree_nodes_model(registries: Registries) -> Element:
-    """The ``<TreeNodesModel>`` element for these registries."""
+    """The ``<TreeNodesModel>`` element for these registries: one model per node type and
+    skill (``<Action ID="grasp">``), its ports (``<input_port name type default>`` with the
+    description as text) and its description (``<MetadataFields>``)."""
     model = Element("TreeNodesModel", {}, 0, 0)
     model.children.extend(_chart())
     for _, nt in sorted(registries.nodes.items()):
