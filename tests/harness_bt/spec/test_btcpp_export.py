@@ -212,3 +212,17 @@ def test_export_xml_and_import_xml_from_the_command_line(tmp_path: Path,
     assert capsys.readouterr().err == ""  # the exported task has its budget
     assert load_spec(tmp_path / "fetch.yaml", skills=example_skills()) == load_spec(
         FETCH_CUP_YAML, skills=example_skills())
+
+
+def test_an_exported_file_included_by_a_task_lends_its_trees(tmp_path: Path) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "pick_cube.xml").write_text(
+        export_btcpp(TREES / "pick_cube.yaml", out_dir=tmp_path / "lib"))
+    task = tmp_path / "task.yaml"
+    task.write_text(
+        "name: reach_only\nincludes: [lib/pick_cube.xml]\nscene: pick_cube\n"
+        "params: {target: {type: object, default: red_cube}}\n"
+        "phases:\n  - id: a\n    tree: {subtree: approach, values: {obj: \"{target}\"}}\n"
+        "    transitions: [{event: succeeded, target: done}, {event: failed, target: "
+        "aborted_a}]\n  - {id: done, kind: final}\n  - {id: aborted_a, kind: final}\n")
+    assert check_file(task).report.problems == []
