@@ -226,3 +226,22 @@ def test_an_exported_file_included_by_a_task_lends_its_trees(tmp_path: Path) -> 
         "    transitions: [{event: succeeded, target: done}, {event: failed, target: "
         "aborted_a}]\n  - {id: done, kind: final}\n  - {id: aborted_a, kind: final}\n")
     assert check_file(task).report.problems == []
+
+
+def test_a_node_type_with_child_trees_takes_one_child_per_tree_port(tmp_path: Path) -> None:
+    path = tmp_path / "tree.xml"
+    path.write_text('<root BTCPP_format="4">\n  <BehaviorTree ID="Main">\n'
+                    '    <recover name="hold" budget="2">\n      <AlwaysSuccess/>\n'
+                    '    </recover>\n  </BehaviorTree>\n</root>\n')
+    _, problems = read_btcpp(path, Registries(skills=SkillRegistry()))
+    assert [str(p) for p in problems] == [
+        f"{path}:3:5: error XML_CHILDREN: <recover> takes 2 to 2 children (attempt, recovery), "
+        "has 1 (at subtrees.Main); fix: give it one child for each of: attempt, recovery"]
+    path.write_text(path.read_text().replace("<AlwaysSuccess/>",
+                                             "<AlwaysSuccess/><AlwaysFailure/>"))
+    doc, problems = read_btcpp(path, Registries(skills=SkillRegistry()))
+    assert problems == []
+    assert doc.data["subtrees"]["Main"] == {
+        "type": "recover", "name": "hold", "budget": 2,
+        "attempt": {"type": "success", "name": "success"},
+        "recovery": {"type": "failure", "name": "failure"}}
