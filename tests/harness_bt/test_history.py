@@ -303,7 +303,8 @@ UNUSED = INSIDE.replace("{event: failed, target: h}, ", "")
               "move the transition to a phase outside the compound"]),
     (TYPO.replace("{event: succeeded", "{event: failed, target: done}, {event: succeeded"),
      ["task.yaml:9:14: warning UNUSED_HISTORY: ...",
-      "task.yaml:9:38: error WRONG_TYPE: ... must be one of 'shallow' or 'deep', got 'deeep' "
+      "task.yaml:9:38: error WRONG_TYPE: type of phase 'h' must be one of 'shallow' or "
+      "'deep', got 'deeep' "
       "(at phases[0].phases[1].type); fix: write one of 'shallow' or 'deep'"]),
     (UNUSED, ["task.yaml:9:14: warning UNUSED_HISTORY: history phase 'h': no transition "
               "targets it, so it has no effect (at phases[0].phases[1].id); fix: target it "

@@ -136,8 +136,9 @@ class Structure:
                 best = f"transition {here[-1]} of {best}"
             elif here == ("budget",):
                 best = "the budget"
-            elif node_tag(cur) is not None and "tree" not in cur and (
-                    "type" in cur or "skill" in cur or "subtree" in cur):
+            elif node_tag(cur) is not None and "tree" not in cur and cur.get(
+                    "kind") != "history" and ("type" in cur or "skill" in cur or
+                                              "subtree" in cur):
                 kind = node_tag(cur)
                 kind = "skill leaf" if kind == SKILL_TAG else \
                     "subtree use" if kind == SUBTREE_TAG else kind
