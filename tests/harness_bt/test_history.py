@@ -4,6 +4,7 @@ validation; a drawing shows them; and a run resumed after a crash keeps what the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,8 @@ import pytest
 from harness_bt import Compound, FakeClock, Final, History, Ledger, Phase, Task, TaskRunner, on
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
-from harness_bt.run.journal import RunHeader, RunJournal
+from harness_bt.run.checkpoint import chart_in
+from harness_bt.run.journal import RunCheckpoint, RunHeader, RunJournal
 from harness_bt.spec import builder as b
 from harness_bt.spec import check_file, load_spec, load_task, spec_from_task
 from harness_bt.spec import tree as t
@@ -75,6 +77,23 @@ def test_without_history_the_compound_starts_again_from_its_initial_phase() -> N
     chart = chart_after(nested_task(), "succeeded.a", "succeeded.b1", "failed.b2",
                         "failed.pause")
     assert chart.configuration_values == {"work", "a"}
+
+
+@pytest.mark.parametrize(("event", "expected"), [
+    ("succeeded.pause", {"work", "b", "b1"}), ("unknown.pause", {"work", "b", "b2"})])
+def test_a_chart_rebuilt_from_a_checkpoint_keeps_shallow_and_deep_history(
+        event: str, expected: set[str]) -> None:
+    task = nested_task()
+    left = chart_after(task, "succeeded.a", "succeeded.b1", "failed.b2")
+    history = {k: [s.id for s in v] for k, v in left.history_values.items()}
+    cp = RunCheckpoint(configuration=("pause",), activations={}, blackboard={},
+                       retries_used=0, counters={}, plan_version=0, visited=(), epoch=0,
+                       elapsed_s=0.0, ticks=0, history=history)
+    cp = RunCheckpoint.from_dict(json.loads(json.dumps(cp.to_dict())))  # as journaled
+    chart = chart_in(task, cp, listeners=[])
+    assert chart.configuration_values == {"pause"}
+    chart.send(event)
+    assert chart.configuration_values == expected
 
 
 def test_a_history_never_left_enters_its_default() -> None:
