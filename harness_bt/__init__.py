@@ -14,7 +14,7 @@ from harness_bt.context import GuardContext, Outcome, OutcomeKind
 from harness_bt.errors import BridgeError, CommandError, DefinitionError, HarnessError
 from harness_bt.evaluation import EvaluationResult, EvaluatorRegistry
 from harness_bt.ledger import Ledger
-from harness_bt.phases import Compound, Final, On, Parallel, Phase, Task, on
+from harness_bt.phases import Compound, Final, History, On, Parallel, Phase, Task, on
 from harness_bt.run.result import TaskResult
 from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.bridge import RuntimeBridge
@@ -38,6 +38,7 @@ __all__ = [
     "Final",
     "GuardContext",
     "HarnessError",
+    "History",
     "Ledger",
     "Lifecycle",
     "On",

@@ -2,8 +2,10 @@
 
 A :class:`Task` is a list of phases: :class:`Phase` (atomic, binds one behaviour tree),
 :class:`Compound` (nested phases, one active at a time), :class:`Parallel` (regions active side by
-side, e.g. a monitor tree beside the main one) and :class:`Final` (a terminal reason: ``done`` or
-``aborted_<why>`` at the top level). Transitions (:func:`on`) fire on tree outcomes: when a
+side, e.g. a monitor tree beside the main one), :class:`Final` (a terminal reason: ``done`` or
+``aborted_<why>`` at the top level) and :class:`History` (inside a compound: a transition to it
+re-enters the compound where it was left, shallow or deep); they are declared in
+:mod:`harness_bt.phase_specs`. Transitions (:func:`on`) fire on tree outcomes: when a
 phase's tree ends, the phase raises ``succeeded``, ``failed``, ``unknown`` or
 ``budget_exhausted``, scoped to that phase (``failed.<phase id>``). A transition declared on a
 compound or parallel phase catches that outcome from any phase inside it; ``done`` fires when a
@@ -18,8 +20,7 @@ before anything runs. Trees are built per run, from a factory or a node-spec dic
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import py_trees
@@ -33,6 +34,19 @@ from harness_bt.errors import DefinitionError
 from harness_bt.nodes.base import NodeType, assign_paths
 from harness_bt.nodes.registry import NodeRegistry, describe_tree
 from harness_bt.nodes.skill_action import SkillAction
+from harness_bt.phase_specs import (
+    Compound,
+    Final,
+    History,
+    On,
+    Parallel,
+    Phase,
+    PhaseSpec,
+    atomic_ids,
+    children,
+    on,
+    walk,
+)
 from harness_bt.plugins import Registry, did_you_mean
 from harness_bt.spec.problems import Severity
 from harness_bt.spec.source import format_path
@@ -42,6 +56,7 @@ from harness_bt.spec.validate.chart import check_chart
 __all__ = [
     "Compound",
     "Final",
+    "History",
     "On",
     "Parallel",
     "Phase",
@@ -50,142 +65,9 @@ __all__ = [
     "on",
 ]
 
-TreeSource = Callable[[], py_trees.behaviour.Behaviour] | Mapping[str, Any]
+
 OUTCOME_EVENTS = tuple(k.value for k in OutcomeKind)
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@dataclass(frozen=True, slots=True)
-class On:
-    """A transition: on ``event`` (an outcome word, ``done``, or a raw chart event) go to
-    ``target``, if ``reason`` (when given) equals the outcome's reason and ``guard`` (when given)
-    returns True. Transitions of a phase are tried in order."""
-
-    event: str
-    target: str
-    reason: str | None = None
-    guard: Callable[[GuardContext], bool] | None = None
-    description: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"event": self.event, "target": self.target}
-        if self.reason is not None:
-            out["reason"] = self.reason
-        if self.guard is not None:
-            out["guard"] = getattr(self.guard, "__name__", "guard")
-        if self.description:
-            out["description"] = self.description
-        return out
-
-
-def on(event: str, target: str, *, reason: str | None = None,
-       guard: Callable[[GuardContext], bool] | None = None, description: str = "") -> On:
-    """``on("failed", "recover_grasp", reason="POSTCONDITION_NOT_MET")``."""
-    return On(event, target, reason, guard, description)
-
-
-@dataclass(frozen=True)
-class PhaseSpec:
-    id: str
-    transitions: tuple[On, ...] = ()
-    description: str = ""
-
-    @property
-    def kind(self) -> str:
-        raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class Phase(PhaseSpec):
-    """An atomic phase: ``tree`` is a factory (called once per run) or a node-spec dict."""
-
-    tree: TreeSource | None = None
-
-    def __init__(self, id: str, tree: TreeSource, *, transitions: Sequence[On] = (),
-                 description: str = "") -> None:
-        object.__setattr__(self, "id", id)
-        object.__setattr__(self, "tree", tree)
-        object.__setattr__(self, "transitions", tuple(transitions))
-        object.__setattr__(self, "description", description)
-
-    @property
-    def kind(self) -> str:
-        return "atomic"
-
-
-@dataclass(frozen=True)
-class Compound(PhaseSpec):
-    """Nested phases, one active at a time; ``initial`` defaults to the first."""
-
-    phases: tuple[PhaseSpec, ...] = ()
-    initial: str | None = None
-
-    def __init__(self, id: str, phases: Sequence[PhaseSpec], *, initial: str | None = None,
-                 transitions: Sequence[On] = (), description: str = "") -> None:
-        object.__setattr__(self, "id", id)
-        object.__setattr__(self, "phases", tuple(phases))
-        object.__setattr__(self, "initial", initial)
-        object.__setattr__(self, "transitions", tuple(transitions))
-        object.__setattr__(self, "description", description)
-
-    @property
-    def kind(self) -> str:
-        return "compound"
-
-
-@dataclass(frozen=True)
-class Parallel(PhaseSpec):
-    """Regions active side by side (each an atomic or compound phase)."""
-
-    regions: tuple[PhaseSpec, ...] = ()
-
-    def __init__(self, id: str, regions: Sequence[PhaseSpec], *, transitions: Sequence[On] = (),
-                 description: str = "") -> None:
-        object.__setattr__(self, "id", id)
-        object.__setattr__(self, "regions", tuple(regions))
-        object.__setattr__(self, "transitions", tuple(transitions))
-        object.__setattr__(self, "description", description)
-
-    @property
-    def kind(self) -> str:
-        return "parallel"
-
-
-@dataclass(frozen=True)
-class Final(PhaseSpec):
-    """A final state. At the top level its ``reason`` (default: its id) ends the task and must be
-    ``done`` or start with ``aborted_``."""
-
-    reason: str = ""
-
-    def __init__(self, id: str, *, reason: str | None = None, description: str = "") -> None:
-        object.__setattr__(self, "id", id)
-        object.__setattr__(self, "reason", reason if reason is not None else id)
-        object.__setattr__(self, "transitions", ())
-        object.__setattr__(self, "description", description)
-
-    @property
-    def kind(self) -> str:
-        return "final"
-
-
-def _children(spec: PhaseSpec) -> tuple[PhaseSpec, ...]:
-    if isinstance(spec, Compound):
-        return spec.phases
-    if isinstance(spec, Parallel):
-        return spec.regions
-    return ()
-
-
-def _walk(specs: Sequence[PhaseSpec]) -> Iterator[PhaseSpec]:
-    for spec in specs:
-        yield spec
-        yield from _walk(_children(spec))
-
-
-def _atomic_ids(spec: PhaseSpec) -> list[str]:
-    return [s.id for s in _walk([spec]) if isinstance(s, Phase)]
-
 
 def _cond(on_: On) -> Callable[..., bool]:
     """A transition guard as the chart engine calls it (kwargs injected by name)."""
@@ -238,7 +120,7 @@ class Task:
                 + "; ".join(problems), where=f"task {name}", details={"problems": problems},
                 fix="fix every problem listed, then build the task again",
             )
-        self.specs: dict[str, PhaseSpec] = {s.id: s for s in _walk(self.phases)}
+        self.specs: dict[str, PhaseSpec] = {s.id: s for s in walk(self.phases)}
         try:
             self.chart_class: type[StateChart] = create_machine_class_from_definition(
                 _class_name(name), states=self._definition(), catch_errors_as_events=False,
@@ -299,6 +181,9 @@ class Task:
             desc = str(item.get("description", ""))
             if kind == "final":
                 return Final(item["id"], reason=item.get("reason"), description=desc)
+            if kind == "history":
+                return History(item["id"], deep=item.get("type") == "deep",
+                               default=item.get("default"), description=desc)
             if kind == "atomic":
                 if "tree" not in item:
                     problems.append(f"{where}: an atomic phase needs a 'tree'")
@@ -315,8 +200,8 @@ class Task:
                         for i, c in enumerate(item.get("regions") or ())]
                 return Parallel(item["id"], [k for k in kids if k is not None],
                                 transitions=trans, description=desc)
-            problems.append(f"{where}: kind {kind!r} must be atomic, compound, parallel or "
-                            "final (or give tree / phases / regions)")
+            problems.append(f"{where}: kind {kind!r} must be atomic, compound, parallel, "
+                            "final or history (or give tree / phases / regions)")
             return None
 
         specs = [phase(p, f"phases[{i}]") for i, p in enumerate(data.get("phases") or ())]
@@ -353,7 +238,7 @@ class Task:
         malformed: list[str] = []  # what the chart rules cannot read
         if not self.phases:
             malformed.append("a task needs at least one phase")
-        for spec in _walk(self.phases):
+        for spec in walk(self.phases):
             if not isinstance(spec, PhaseSpec):
                 malformed.append(f"{spec!r} is not a Phase, Compound, Parallel or Final")
                 continue
@@ -362,7 +247,7 @@ class Task:
             if isinstance(spec, Phase) and not (callable(spec.tree)
                                                 or isinstance(spec.tree, Mapping)):
                 out.append(f"phase {spec.id!r}: tree must be a factory or a node-spec dict")
-            if isinstance(spec, Compound | Parallel) and not _children(spec):
+            if isinstance(spec, Compound | Parallel) and not children(spec):
                 malformed.append(f"{spec.kind} phase {spec.id!r} has no phases inside")
             for t in spec.transitions:
                 if not isinstance(t, On):
@@ -380,7 +265,7 @@ class Task:
 
     def _event(self, spec: PhaseSpec, event: str) -> str:
         if event in OUTCOME_EVENTS:
-            return " ".join(f"{event}.{a}" for a in _atomic_ids(spec))
+            return " ".join(f"{event}.{a}" for a in atomic_ids(spec))
         if event == "done":
             return f"done.state.{spec.id}"
         return event
@@ -393,7 +278,12 @@ class Task:
             out["final"] = True
         if isinstance(spec, Compound):
             first = spec.initial or spec.phases[0].id
-            out["states"] = {c.id: self._state(c, c.id == first) for c in spec.phases}
+            out["states"] = {c.id: self._state(c, c.id == first) for c in spec.phases
+                             if not isinstance(c, History)}
+            history = {h.id: {"type": h.type, "transitions": [{"target": h.default or first}]}
+                       for h in spec.phases if isinstance(h, History)}
+            if history:
+                out["history"] = history
         if isinstance(spec, Parallel):
             out["parallel"] = True
             out["states"] = {c.id: self._state(c, False) for c in spec.regions}
@@ -414,7 +304,7 @@ class Task:
     # ------------------------------------------------------------------ per run
 
     def atomic_phases(self) -> list[Phase]:
-        return [s for s in _walk(self.phases) if isinstance(s, Phase)]
+        return [s for s in walk(self.phases) if isinstance(s, Phase)]
 
     def final_reason(self, state_id: str) -> str | None:
         spec = self.specs.get(state_id)
@@ -464,7 +354,11 @@ class Task:
                 out["reason"] = spec.reason
             if isinstance(spec, Compound):
                 out["initial"] = spec.initial or spec.phases[0].id
-            kids = _children(spec)
+            if isinstance(spec, History):
+                out["type"] = spec.type
+                if spec.default is not None:
+                    out["default"] = spec.default
+            kids = children(spec)
             if kids:
                 out["phases"] = [phase(c) for c in kids]
             if spec.transitions:

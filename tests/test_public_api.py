@@ -11,7 +11,8 @@ def test_top_level_exports_are_pinned() -> None:
     assert sorted(harness_bt.__all__) == sorted([
         "Backoff", "BreakerBoard", "BridgeError", "CircuitBreaker", "Clock", "CommandError",
         "Compound", "DefinitionError", "EvaluationResult", "EvaluatorRegistry", "Exhaustion",
-        "FakeClock", "Final", "GuardContext", "HarnessError", "Ledger", "Lifecycle", "On",
+        "FakeClock", "Final", "GuardContext", "HarnessError", "History", "Ledger", "Lifecycle",
+        "On",
         "Outcome", "OutcomeKind", "Parallel", "Phase", "Postcondition", "RuntimeBridge",
         "SimClock", "Skill", "SkillContract", "SkillRegistry", "SystemClock", "Task",
         "TaskBudget", "TaskResult", "TaskRunner", "Trace", "TraceReader", "WorldModel",
@@ -51,11 +52,12 @@ def test_authoring_and_visualisation_exports_are_pinned() -> None:
 
     assert sorted(harness_bt.spec.__all__) == sorted([
         "TASK_SUFFIXES", "AtomicSpec", "BudgetSpec", "Checked", "CompoundSpec", "Document",
-        "FinalSpec", "Library", "LibrarySpec", "Mark", "ParallelSpec", "ParamSpec", "Problem",
-        "Registries",
+        "FinalSpec", "HistorySpec", "Library", "LibrarySpec", "Mark", "ParallelSpec", "ParamSpec",
+        "Problem", "Registries",
         "Report", "Severity", "SpecError", "TaskSpec", "TransitionSpec", "build_task",
         "build_tree", "check_document", "check_file", "check_spec", "check_tree",
-        "compile_guard", "compile_task", "dump_yaml", "import_btcpp", "load_python",
+        "compile_guard", "compile_task", "dump_yaml", "export_btcpp", "import_btcpp",
+        "load_python",
         "load_spec", "load_task", "neutral_form", "read_document", "read_yaml", "render_schema",
         "spec_from_task", "spec_to_data", "task_schema", "to_neutral", "validate_file",
         "validate_spec",
@@ -64,8 +66,8 @@ def test_authoring_and_visualisation_exports_are_pinned() -> None:
         "COLOURS", "FORMATS", "GRAPHVIZ_HELP", "STATUSES", "Drawing", "Frame", "NodeState",
         "drawing", "frame_at", "frames", "render", "render_dot", "to_dot", "to_mermaid"])
     assert harness_bt.spec.readers.__all__ == ["read_document"]
-    assert sorted(harness_bt.spec.readers.btcpp.__all__) == ["SUPPORTED", "read_btcpp",
-                                                             "task_document"]
+    assert sorted(harness_bt.spec.readers.btcpp.__all__) == ["DEFAULT_BUDGET", "SUPPORTED",
+                                                             "read_btcpp", "task_document"]
     assert sorted(harness_bt.spec.expr.__all__) == sorted([
         "MISSING", "ExprError", "Expression", "compile_expr", "object_view", "run_env"])
     for module in (harness_bt.spec, harness_bt.viz, harness_bt.spec.readers,

@@ -84,6 +84,7 @@ from harness_bt.cli import viz as _viz  # noqa: E402
 app.command("validate")(_spec.validate)
 app.command("schema")(_spec.schema)
 app.command("import-xml")(_spec.import_xml)
+app.command("export-xml")(_spec.export_xml)
 app.command("viz")(_viz.viz)
 app.command("replay")(_viz.replay)
 app.command("run")(_run.run)

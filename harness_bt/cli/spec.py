@@ -1,4 +1,4 @@
-"""``harness validate``, ``harness schema`` and ``harness import-xml``."""
+"""``harness validate``, ``harness schema``, ``harness import-xml``, ``harness export-xml``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from rich.console import Console
 from harness_bt.errors import DefinitionError
 from harness_bt.plugins import load_reference
 
-__all__ = ["SET_HELP", "import_xml", "parse_set", "resolve_skills", "schema", "validate"]
+__all__ = ["SET_HELP", "export_xml", "import_xml", "parse_set", "resolve_skills", "schema",
+           "validate"]
 
 SKILLS_HELP = ("Skill registry to check against, as module:attribute (a SkillRegistry or a "
                "function returning one), e.g. harness_bt.testing.example:example_skills. "
@@ -131,13 +132,47 @@ def import_xml(
                              "main_tree_to_execute, or the only tree)."),
     name: str = typer.Option(None, "--name", help="Task name (default: the file's stem)."),
     skills: str = typer.Option(None, "--skills", help=SKILLS_HELP),
+    max_retries: int = typer.Option(None, "--max-retries", min=0, help="The task budget's "
+                                    "retries when the file gives none (default 5)."),
+    max_time_s: float = typer.Option(None, "--max-time-s", min=0.001, help="The task "
+                                     "budget's seconds when the file gives none "
+                                     "(default 120)."),
 ) -> None:
-    """Import a BehaviorTree.CPP v4 XML tree as a task file (checked before it is written)."""
+    """Import a BehaviorTree.CPP v4 XML file as a task file (checked before it is written):
+    the task harness export-xml wrote, or one that runs one of its trees."""
     from harness_bt.spec.dump import dump_yaml
     from harness_bt.spec.loader import import_btcpp
+    from harness_bt.spec.readers.btcpp import DEFAULT_BUDGET, read_btcpp
+    from harness_bt.spec.registries import Registries
 
-    spec = import_btcpp(file, tree=tree, name=name, skills=resolve_skills(skills))
+    registry = resolve_skills(skills)
+    budget = {k: v for k, v in (("max_retries", max_retries), ("max_time_s", max_time_s))
+              if v is not None}
+    spec = import_btcpp(file, tree=tree, name=name, skills=registry,
+                        budget={**DEFAULT_BUDGET, **budget})
     text = dump_yaml(spec, header=f"imported from {file.name} (BehaviorTree.CPP v4)")
+    _write(text, output)
+    xml, _ = read_btcpp(file, Registries.installed(skills=registry))
+    if not (xml.data or {}).get("task", {}).get("budget") and spec.budget is not None:
+        typer.echo(f"note: {file.name} gives no task budget (BehaviorTree.CPP has none); the "
+                   f"task gets max_retries={spec.budget.max_retries}, max_time_s="
+                   f"{spec.budget.max_time_s:g} (--max-retries, --max-time-s to change, or "
+                   "edit budget: in the task file)", err=True)
+
+
+def export_xml(
+    file: Path = typer.Argument(..., help="A task file (YAML, JSON or XML)."),
+    output: Path = typer.Option(None, "-o", "--output",
+                                help="Write the XML here (default: stdout)."),
+    skills: str = typer.Option(None, "--skills", help=SKILLS_HELP),
+) -> None:
+    """Write a task as BehaviorTree.CPP v4 XML for Groot2: its phase chart, one BehaviorTree
+    per tree and subtree, and a TreeNodesModel of every installed skill and node type
+    (harness import-xml reads it back to the same task)."""
+    from harness_bt.spec.loader import export_btcpp
+
+    text = export_btcpp(file, out_dir=output.parent if output is not None else Path.cwd(),
+                        skills=resolve_skills(skills))
     _write(text, output)
 
 

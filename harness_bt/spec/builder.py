@@ -20,15 +20,16 @@ from harness_bt.spec.model import (
     BudgetSpec,
     CompoundSpec,
     FinalSpec,
+    HistorySpec,
     ParallelSpec,
     ParamSpec,
     TaskSpec,
     TransitionSpec,
 )
 
-__all__ = ["budget", "compound", "final", "on", "parallel", "phase", "task"]
+__all__ = ["budget", "compound", "final", "history", "on", "parallel", "phase", "task"]
 
-Phase = AtomicSpec | CompoundSpec | ParallelSpec | FinalSpec
+Phase = AtomicSpec | CompoundSpec | ParallelSpec | FinalSpec | HistorySpec
 
 
 def _given(**fields: Any) -> dict[str, Any]:
@@ -68,6 +69,13 @@ def parallel(id: str, regions: Sequence[Phase], *, transitions: Sequence[Transit
 def final(id: str, *, reason: str | None = None, description: str = "") -> FinalSpec:
     """A final state (top level: ``done`` or ``aborted_<why>``)."""
     return FinalSpec(**_given(id=id, kind="final", reason=reason, description=description))
+
+
+def history(id: str, *, deep: bool = False, default: str | None = None,
+            description: str = "") -> HistorySpec:
+    """A history phase, inside a compound: a transition to it resumes the compound."""
+    return HistorySpec(**_given(id=id, kind="history", type="deep" if deep else None,
+                                default=default, description=description))
 
 
 def budget(*, max_retries: int | None = None, max_time_s: float | None = None) -> BudgetSpec:

@@ -79,6 +79,11 @@ def to_neutral(checked: Checked) -> tuple[dict[str, Any], dict[str, GuardFn]]:
             if p.reason is not None:
                 out["reason"] = p.reason
             return out
+        if p.kind == "history":
+            out["type"] = p.type
+            if p.default is not None:
+                out["default"] = p.default
+            return out
         if p.kind == "atomic":
             out["tree"] = expander.expand(raw["tree"], doc, (*path, "tree"))
         elif p.kind == "compound":

@@ -16,8 +16,8 @@ __all__ = ["dump_yaml", "spec_to_data"]
 _TASK = ("name", "version", "description", "instruction", "scene", "metadata", "params",
          "includes", "blackboard",
          "budget", "guards", "initial", "subtrees", "phases")
-_PHASE = ("id", "kind", "description", "initial", "reason", "tree", "phases", "regions",
-          "transitions")
+_PHASE = ("id", "kind", "description", "initial", "reason", "type", "default", "tree", "phases",
+          "regions", "transitions")
 _TRANSITION = ("event", "target", "reason", "guard", "when", "description")
 _NODE_FIRST = ("type", "subtree", "skill")
 _NODE_LAST = ("child", "attempt", "recovery", "children")

@@ -100,6 +100,9 @@ class Library:
             report.extend(problems)
             if inc.data is None:
                 continue
+            if inc.format == "xml" and isinstance(inc.data, dict):  # an exported task's chart:
+                inc.data.pop("task", None)  # included, the file lends its trees only
+                inc.data.pop("task_tree", None)
             report.extend(check_library(inc, registries))
             self._add(inc, registries, report,
                       [*stack, doc.path.resolve() if doc.path is not None else target])

@@ -21,16 +21,19 @@ from harness_bt.plugins import Registry
 from harness_bt.skill import SkillRegistry
 from harness_bt.spec.compile import compile_task, to_neutral
 from harness_bt.spec.dump import spec_to_data
+from harness_bt.spec.library import Library
 from harness_bt.spec.model import TaskSpec
-from harness_bt.spec.problems import Problem, Report
+from harness_bt.spec.problems import Problem, Report, Severity
 from harness_bt.spec.readers import read_document
 from harness_bt.spec.readers.btcpp import read_btcpp, task_document
+from harness_bt.spec.readers.btcpp.write import export_xml
 from harness_bt.spec.readers.python import load_python
 from harness_bt.spec.registries import GuardFn, Registries
 from harness_bt.spec.source import Document
 from harness_bt.spec.validate.check import Checked, check_document
 
-__all__ = ["TASK_SUFFIXES", "build_task", "check_file", "check_spec", "import_btcpp",
+__all__ = ["TASK_SUFFIXES", "build_task", "check_file", "check_spec", "drop_included",
+           "export_btcpp", "import_btcpp",
            "load_spec", "load_task", "neutral_form", "validate_file", "validate_spec"]
 
 PathLike = str | os.PathLike[str]
@@ -52,6 +55,7 @@ def check_file(path: PathLike, *, nodes: NodeTypes | None = None,
     if doc.format == "xml" and isinstance(doc.data, dict):
         try:  # a tree file: checked as the task it makes
             doc = task_document(doc)
+            problems = [*problems, *drop_included(doc, registries)]
         except DefinitionError as exc:
             problems = [*problems, Problem(exc.code, exc.message, doc.file, fix=exc.fix or "")]
     return check_document(doc, registries, problems=problems, params=params)
@@ -144,15 +148,61 @@ def neutral_form(path: PathLike, **registries: Any) -> dict[str, Any]:
 
 
 def import_btcpp(path: PathLike, *, tree: str | None = None, name: str | None = None,
-                 skills: SkillRegistry | None = None,
-                 nodes: NodeTypes | None = None) -> TaskSpec:
-    """A task that runs one tree of a BehaviorTree.CPP v4 file (see
-    :func:`~harness_bt.spec.readers.btcpp.task_document`), for ``harness import-xml``. The
-    whole result is checked (problems point into the XML)."""
+                 skills: SkillRegistry | None = None, nodes: NodeTypes | None = None,
+                 budget: Mapping[str, Any] | None = None) -> TaskSpec:
+    """The task of a BehaviorTree.CPP v4 file: the one ``export-xml`` wrote, or one that
+    runs one of its trees (see :func:`~harness_bt.spec.readers.btcpp.task_document`), for
+    ``harness import-xml``; ``budget`` when the file gives none (default
+    :data:`~harness_bt.spec.readers.btcpp.DEFAULT_BUDGET`). The whole result is checked
+    (problems point into the XML)."""
     registries = Registries.installed(nodes=nodes, skills=skills)
     xml, problems = read_btcpp(path, registries)
     Report(list(problems)).raise_for_errors(str(path))
-    checked = check_document(task_document(xml, tree=tree, name=name), registries)
+    doc = task_document(xml, tree=tree, name=name, budget=dict(budget or {}) or None)
+    checked = check_document(doc, registries, problems=drop_included(doc, registries))
     checked.report.raise_for_errors(str(path))
     assert checked.spec is not None
     return checked.spec
+
+
+def drop_included(doc: Document, registries: Registries) -> list[Problem]:
+    """An exported task's file holds the trees of the files it includes too (so Groot2 shows
+    them); they are taken from those files, and one changed in the XML is reported (a
+    warning: edit the included file instead)."""
+    data = doc.data if isinstance(doc.data, dict) else {}
+    subtrees = data.get("subtrees")
+    if not data.get("includes") or not isinstance(subtrees, dict) or not subtrees:
+        return []
+    probe = Document(doc.file, {"includes": data["includes"]}, path=doc.path, format="xml")
+    library = Library.gather(probe, registries, Report())
+    out = []
+    for name, sub in library.subtrees.items():
+        if name in subtrees and sub.doc is not probe:
+            tree = subtrees.pop(name)
+            if tree != sub.tree:
+                out.append(Problem(
+                    "INCLUDED_TREE_CHANGED", f"tree {name!r} differs from the one in "
+                    f"{sub.doc.file}, which the task includes: the included one is used",
+                    doc.where(("subtrees", name), key=True), severity=Severity.WARNING,
+                    fix=f"make the change in {sub.doc.file}", path=f"subtrees.{name}"))
+    if not subtrees:
+        del data["subtrees"]
+    return out
+
+
+def export_btcpp(path: PathLike, *, out_dir: PathLike | None = None,
+                 nodes: NodeTypes | None = None, skills: SkillRegistry | None = None,
+                 guards: Mapping[str, GuardFn] | None = None) -> str:
+    """A task file as BehaviorTree.CPP v4 XML for Groot2 (``harness export-xml``, see
+    :mod:`~harness_bt.spec.readers.btcpp.write`), once the whole file passed its checks;
+    ``out_dir``: where the XML goes, so its includes stay relative to it."""
+    checked = _passed(check_file(path, nodes=nodes, skills=skills, guards=guards))
+    assert checked.spec is not None
+    data = spec_to_data(checked.spec)
+    if data.get("includes") and out_dir is not None:
+        here = Path(path).resolve().parent
+        data["includes"] = [os.path.relpath(here / inc, Path(out_dir).resolve())
+                            for inc in data["includes"]]
+    included = {name: sub.tree for name, sub in checked.library.subtrees.items()
+                if sub.doc is not checked.doc}
+    return export_xml(data, checked.registries, included=included)

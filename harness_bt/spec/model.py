@@ -36,6 +36,7 @@ __all__ = [
     "BudgetSpec",
     "CompoundSpec",
     "FinalSpec",
+    "HistorySpec",
     "LibrarySpec",
     "NodeDict",
     "ParallelSpec",
@@ -160,6 +161,18 @@ class FinalSpec(_PhaseBase):
     reason: str | None = None
 
 
+class HistorySpec(_PhaseBase):
+    """A history pseudo-phase inside a compound phase: a transition that targets it re-enters
+    the compound in the phase that was active when it was last left (``deep``: the innermost
+    one, through nested compounds; ``shallow``: the compound's direct phase, from its own
+    initial phase), else in ``default`` (default: the compound's initial phase)."""
+
+    kind: Literal["history"] = Field(description="history (always given)")
+    type: Literal["shallow", "deep"] = Field("shallow", description="shallow | deep")
+    default: str | None = Field(None, description="the phase of the compound entered before "
+                                "it was ever left (default: its initial phase)")
+
+
 def phase_tag(value: Any) -> str | None:
     """Which kind of phase a dict is: its ``kind``, else inferred from its keys."""
     if isinstance(value, BaseModel):
@@ -179,10 +192,11 @@ def phase_tag(value: Any) -> str | None:
 
 PhaseSpecT = Annotated[
     Annotated[AtomicSpec, Tag("atomic")] | Annotated[CompoundSpec, Tag("compound")]
-    | Annotated[ParallelSpec, Tag("parallel")] | Annotated[FinalSpec, Tag("final")],
+    | Annotated[ParallelSpec, Tag("parallel")] | Annotated[FinalSpec, Tag("final")]
+    | Annotated[HistorySpec, Tag("history")],
     Discriminator(phase_tag, custom_error_type="phase_kind",
                   custom_error_message="a phase needs a tree (atomic), phases (compound), "
-                  "regions (parallel) or kind: final"),
+                  "regions (parallel), kind: final or kind: history"),
 ]
 
 CompoundSpec.model_rebuild()

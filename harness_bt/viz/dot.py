@@ -49,6 +49,11 @@ def _node(n: DrawNode) -> str:
 
 
 def _cluster(c: Cluster, d: Drawing, out: list[str], indent: str) -> None:
+    if c.kind == "history":  # a pseudo-state: a small circle, H or H*
+        out.append(f'{indent}{c.anchor} [id="phase_{c.id}", shape=circle, width=0.3, '
+                   f'fixedsize=true, fontsize=9, color="#546e7a", label="{c.label}", '
+                   f'tooltip="{_text(c.id)}"];')
+        return
     if c.kind == "final":
         reason = c.reason or c.id
         colour = "#2e7d32" if reason == "done" else "#c62828" if reason.startswith(
@@ -116,7 +121,7 @@ def to_dot(d: Drawing) -> str:
                  f'fontcolor="{EVENT_COLOURS.get(t.event, "#546e7a")}"', "constraint=false"]
         if src.kind != "final":
             attrs.append(f"ltail=cluster_{src.id}")
-        if tgt.kind != "final" and tgt is not src:
+        if tgt.kind not in ("final", "history") and tgt is not src:
             attrs.append(f"lhead=cluster_{tgt.id}")
         if t.taken:
             attrs.append("penwidth=2.5")
@@ -126,7 +131,7 @@ def to_dot(d: Drawing) -> str:
     # The phases flow in document order through invisible edges; the transitions themselves
     # do not constrain the layout (they would scramble the order of the trees' children).
     for siblings in [d.clusters, *(c.children for c in d.walk() if c.kind == "compound")]:
-        steps = [c for c in siblings if c.kind != "final"]
+        steps = [c for c in siblings if c.kind not in ("final", "history")]
         for a, b in itertools.pairwise(steps):
             out.append(f"  {a.anchor} -> {b.anchor} [style=invis];")
     out.append("}")

@@ -157,6 +157,8 @@ def _notes(entry: Mapping[str, Any], state: NodeState) -> list[str]:
 
 def _label(spec: Mapping[str, Any]) -> str:
     kind = spec["kind"]
+    if kind == "history":  # the statechart symbol: H shallow, H* deep
+        return "H*" if spec.get("type") == "deep" else "H"
     return spec["id"] if kind == "atomic" else f"{spec['id']} ({kind})"
 
 

@@ -28,6 +28,9 @@ def _cluster(c: Cluster, d: Drawing, out: list[str], indent: str) -> None:
     if c.kind == "final":
         out.append(f'{indent}{c.anchor}((("{_text(c.id)}")))')
         return
+    if c.kind == "history":  # a pseudo-state: H or H*
+        out.append(f'{indent}{c.anchor}(("{c.label}"))')
+        return
     out.append(f'{indent}subgraph {c.anchor}["{_text(c.label)}"]')
     if c.kind == "parallel":
         out.append(f"{indent}  direction LR")
@@ -72,7 +75,7 @@ def to_mermaid(d: Drawing) -> str:
     for n in d.nodes.values():
         out.append(f"  class {n.id} {(n.status or 'static').lower()}")
     for c in d.walk():
-        if c.kind == "final":
+        if c.kind in ("final", "history"):
             continue
         if c.state == "active":
             out.append(f"  style {c.anchor} fill:#e3f2fd,stroke:#1565c0,stroke-width:3px")

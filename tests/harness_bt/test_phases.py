@@ -281,12 +281,12 @@ def test_a_task_builds_from_the_neutral_dict_form_and_runs() -> None:
     assert runner.result.phases_visited == ("drive", "both", "wait", "idle", "done")
     bad = dict(data, phases=[{"id": "x", "tree": {}, "transitions": [
         {"event": "failed", "target": "y", "guard": "alway"}, {"target": "y"}]},
-        {"id": "z", "kind": "history"}])
+        {"id": "z", "kind": "loop"}])
     with pytest.raises(DefinitionError) as err:
         Task.from_dict(bad, guards={"always": lambda g: True})
     assert err.value.details["problems"] == [
         "phases[0] (x).transitions[0]: unknown guard 'alway'; known: always; "
         "did you mean 'always'?",
         "phases[0] (x).transitions[1]: needs 'event' and 'target'",
-        "phases[1] (z): kind 'history' must be atomic, compound, parallel or final (or give "
-        "tree / phases / regions)"]
+        "phases[1] (z): kind 'loop' must be atomic, compound, parallel, final or history (or "
+        "give tree / phases / regions)"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_bt.errors import DefinitionError
-from harness_bt.phases import Compound, Final, Parallel, Phase, PhaseSpec, Task
+from harness_bt.phases import Compound, Final, History, Parallel, Phase, PhaseSpec, Task
 from harness_bt.plugins import did_you_mean
 from harness_bt.spec import builder as b
 from harness_bt.spec.model import TaskSpec, TransitionSpec
@@ -143,6 +143,9 @@ def _phase(spec: PhaseSpec, guards: dict[str, str]) -> Any:
     if isinstance(spec, Final):
         return b.final(spec.id, reason=None if spec.reason == spec.id else spec.reason,
                        description=spec.description)
+    if isinstance(spec, History):
+        return b.history(spec.id, deep=spec.deep, default=spec.default,
+                         description=spec.description)
     transitions = _transitions(spec, guards)
     if isinstance(spec, Compound):
         return b.compound(spec.id, [_phase(c, guards) for c in spec.phases], initial=spec.initial,

@@ -112,6 +112,8 @@ class _ChartChecks:
                          f"{phase.initial!r} is not one of its phases {known}"
                          f"{did_you_mean(phase.initial, known)}", (*p.path, "initial"),
                          "name one of its phases")
+            if phase.kind == "compound":
+                self.histories(p)
             if phase.kind == "parallel":
                 for j, region in enumerate(phase.regions):
                     if region.kind in ("final", "parallel"):
@@ -119,6 +121,52 @@ class _ChartChecks:
                                  f"{region.id!r} is a {region.kind} phase; a region is an "
                                  "atomic or compound phase", (*p.path, "regions", j),
                                  "wrap it in a compound phase")
+
+    def histories(self, p: PhaseAt) -> None:
+        """The history phases of a compound: never its initial phase; a ``default`` that is
+        one of its other phases."""
+        compound = p.phase
+        kids = [c for c in compound.phases if c.kind != "history"]
+        known = [c.id for c in kids]
+        if not kids:
+            self.add("NO_PHASES", f"compound {compound.id!r} holds only history phases",
+                     (*p.path, "phases"), "add the phases its history returns to")
+        first = compound.initial if compound.initial is not None else compound.phases[0].id
+        for j, h in enumerate(compound.phases):
+            if h.kind != "history":
+                continue
+            here = (*p.path, "phases", j)
+            if h.id == first:
+                self.add("HISTORY_INITIAL", f"compound {compound.id!r}: its initial phase "
+                         f"{h.id!r} is a history phase, which is never active itself",
+                         (*p.path, "initial") if compound.initial is not None else
+                         (*here, "id"), "make a phase with a tree the initial one (list it "
+                         "first, or name it in 'initial:')")
+            if h.default is not None and h.default not in known:
+                self.add("UNKNOWN_HISTORY_DEFAULT", f"history {h.id!r}: default "
+                         f"{h.default!r} is not one of the phases of compound "
+                         f"{compound.id!r} ({', '.join(known)})"
+                         f"{did_you_mean(h.default, known)}", (*here, "default"),
+                         f"name one of the phases of {compound.id!r}, or leave 'default' out "
+                         "(the compound's initial phase)")
+
+    def misplaced_histories(self) -> None:
+        """A history phase belongs inside a compound phase (it remembers which of the
+        compound's phases was active)."""
+        for p in self.at:
+            if p.phase.kind != "history":
+                continue
+            parent = self.by_id.get(p.parents[-1]) if p.parents else None
+            if parent is None:
+                where = "at the top level"
+            elif parent.phase.kind == "parallel":
+                where = f"a region of parallel phase {parent.phase.id!r}"
+            else:
+                continue
+            self.add("HISTORY_OUTSIDE_COMPOUND", f"history phase {p.phase.id!r} is {where}: "
+                     "a history phase belongs inside a compound phase, whose last active "
+                     "phase it returns to", (*p.path, "kind"),
+                     "move it into the compound phase a transition should resume")
 
     def transitions(self) -> None:
         ids = list(self.by_id)
@@ -131,6 +179,15 @@ class _ChartChecks:
                              f"{t.event!r} targets unknown phase {t.target!r}; phases: "
                              f"{', '.join(ids)}{did_you_mean(t.target, ids)}",
                              (*here, "target"), "name an existing phase")
+                target = self.by_id.get(t.target)
+                if target is not None and target.phase.kind == "history" and \
+                        target.parents and target.parents[-1] in p.parents:
+                    self.add("HISTORY_FROM_INSIDE", f"phase {phase.id!r}: transition on "
+                             f"{t.event!r} targets history {t.target!r} of compound "
+                             f"{target.parents[-1]!r}, which it is inside: the compound is "
+                             "not left, so there is nothing to return to", (*here, "target"),
+                             "target the phase to go to, or move the transition to a phase "
+                             "outside the compound")
                 if t.event == "done":
                     if phase.kind not in ("compound", "parallel"):
                         self.add("DONE_ON_ATOMIC", f"phase {phase.id!r}: 'done' fires only on "
@@ -177,14 +234,24 @@ class _ChartChecks:
                 reached.add(up)
                 up = parent.get(up)
             phase = specs[pid]
-            if phase.kind == "compound":
-                enter(phase.initial or phase.phases[0].id)
+            if phase.kind == "history":
+                up = parent.get(pid)
+                compound: Any = specs[up] if up is not None else None
+                if compound is not None and compound.kind == "compound":
+                    enter(phase.default or compound.initial or compound.phases[0].id)
+            elif phase.kind == "compound":
+                first = phase.initial or phase.phases[0].id
+                if getattr(specs.get(first), "kind", None) == "history":  # reported already
+                    first = next((c.id for c in phase.phases if c.kind != "history"), first)
+                enter(first)
             elif phase.kind == "parallel":
                 for region in phase.regions:
                     enter(region.id)
 
         initial = self.initial
         top = initial if initial is not None and initial in specs else self.phases[0].id
+        if specs[top].kind == "history":  # misplaced (reported): start at the first phase
+            top = next((p.id for p in self.phases if p.kind != "history"), top)
         enter(top)
         while True:
             before = len(reached)
@@ -194,6 +261,14 @@ class _ChartChecks:
             if len(reached) == before:
                 break
         for p in self.at:  # the outermost unreachable phase stands for those inside it
+            if p.phase.kind == "history":
+                if p.phase.id not in reached and all(a in reached for a in p.parents):
+                    self.add("UNUSED_HISTORY", f"history phase {p.phase.id!r}: no transition "
+                             "targets it, so it has no effect", (*p.path, "id"),
+                             f"target it (e.g. '{{event: succeeded, target: {p.phase.id}}}' "
+                             "from a phase outside its compound), or remove it",
+                             Severity.WARNING)
+                continue
             if p.phase.id not in reached and all(a in reached for a in p.parents):
                 self.add("UNREACHABLE_PHASE", f"phase {p.phase.id!r} can never be entered: no "
                          f"transition leads to it from the initial phase {top!r}",
@@ -225,7 +300,7 @@ class _ChartChecks:
             return False
 
         for p in self.at:
-            if p.phase.kind == "final" or p.phase.id not in around:
+            if p.phase.kind in ("final", "history") or p.phase.id not in around:
                 continue
             if not can_leave(p.phase.id):
                 self.add("NO_EXIT", f"phase {p.phase.id!r} has no transition out, nor do the "
@@ -235,6 +310,7 @@ class _ChartChecks:
 
     def run(self) -> list[Problem]:
         self.ids()
+        self.misplaced_histories()
         self.transitions()
         if self.phases and not any(problem.code in ("DUPLICATE_PHASE", "UNKNOWN_INITIAL")
                                    for problem in self.out):

@@ -26,7 +26,7 @@ TagFn = Callable[[Any], str | None]
 _TYPES = {"string_type": "text", "int_type": "a whole number", "float_type": "a number",
           "bool_type": "true or false", "list_type": "a list", "dict_type": "a mapping",
           "model_type": "a mapping", "literal_error": "one of the allowed values"}
-_PHASE_KINDS = ("atomic", "compound", "parallel", "final")
+_PHASE_KINDS = ("atomic", "compound", "parallel", "final", "history")
 
 
 def _describe(value: Any) -> str:
@@ -136,8 +136,9 @@ class Structure:
                 best = f"transition {here[-1]} of {best}"
             elif here == ("budget",):
                 best = "the budget"
-            elif node_tag(cur) is not None and "tree" not in cur and (
-                    "type" in cur or "skill" in cur or "subtree" in cur):
+            elif node_tag(cur) is not None and "tree" not in cur and cur.get(
+                    "kind") != "history" and ("type" in cur or "skill" in cur or
+                                              "subtree" in cur):
                 kind = node_tag(cur)
                 kind = "skill leaf" if kind == SKILL_TAG else \
                     "subtree use" if kind == SUBTREE_TAG else kind

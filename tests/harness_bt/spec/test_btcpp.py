@@ -52,7 +52,7 @@ def test_every_tag_maps_to_its_node() -> None:
                                        "child": {"type": "success", "name": "success"}}
     assert have_cup["children"][1] == {  # SubTree: literal value, {=}, _autoremap
         "subtree": "PickCup", "name": "pick", "remap": {"grip_key": "grip_key"},
-        "values": {"target": [0.5, 0.0, 0.05]}, "autoremap": True}
+        "values": {"target": [0.5, 0.0, 0.05]}}  # _autoremap="true": the default
     assert hold["policy"] == "one"  # Parallel success_count=1
     assert hold["children"][0] == {"type": "timeout", "name": "timeout", "seconds": 1.5,
                                    "child": {"type": "evaluate", "name": "held",

@@ -67,9 +67,9 @@ CASES = [
      "did you mean 'observe'?"),
     ("NODE_WITHOUT_TYPE", work("{name: look}"),
      "task.yaml:5:11: error NODE_WITHOUT_TYPE: node 'look' has no 'type'"),
-    ("UNKNOWN_PHASE_KIND", HEAD + "  - {id: work, kind: history}\n" + FINALS,
-     "task.yaml:4:5: error UNKNOWN_PHASE_KIND: phase kind 'history' is not one of atomic, "
-     "compound, parallel, final"),
+    ("UNKNOWN_PHASE_KIND", HEAD + "  - {id: work, kind: loop}\n" + FINALS,
+     "task.yaml:4:5: error UNKNOWN_PHASE_KIND: phase kind 'loop' is not one of atomic, "
+     "compound, parallel, final, history"),
     ("PHASE_WITHOUT_KIND", HEAD + "  - {id: work}\n" + FINALS,
      "task.yaml:4:5: error PHASE_WITHOUT_KIND: phase 'work' has no tree, phases or regions"),
     ("UNKNOWN_EVENT", work("{type: success, name: ok}", "    transitions:\n"

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from harness_bt.errors import DefinitionError
 from harness_bt.spec.problems import Problem
@@ -35,7 +36,7 @@ from harness_bt.spec.readers.btcpp.mapping import SUPPORTED, TreeReader
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import Document
 
-__all__ = ["SUPPORTED", "read_btcpp", "task_document"]
+__all__ = ["DEFAULT_BUDGET", "SUPPORTED", "read_btcpp", "task_document"]
 
 
 def read_btcpp(path: str | os.PathLike[str], registries: Registries, *,
@@ -59,12 +60,29 @@ def read_btcpp(path: str | os.PathLike[str], registries: Registries, *,
     return doc, problems + reader.problems
 
 
-def task_document(xml: Document, *, tree: str | None = None, name: str | None = None
-                  ) -> Document:
-    """A task document over a read XML file: one phase running ``tree`` (else the file's
-    ``main_tree_to_execute``, else its only tree) with a final for each outcome, the file's
-    trees as subtrees, the XML's marks kept."""
+#: The budget of an imported task whose file gives none (BehaviorTree.CPP has no task
+#: budget): a run must not be unlimited by omission. ``harness import-xml --max-retries
+#: --max-time-s`` give another.
+DEFAULT_BUDGET = {"max_retries": 5, "max_time_s": 120.0}
+
+
+def task_document(xml: Document, *, tree: str | None = None, name: str | None = None,
+                  budget: dict[str, Any] | None = None) -> Document:
+    """A task document over a read XML file. A file written by ``harness export-xml`` (its
+    main tree a ``<Task>``, :mod:`~harness_bt.spec.readers.btcpp.chart`) gives back that
+    task; any other runs ``tree`` (else the file's ``main_tree_to_execute``, else its only
+    tree) in one phase with a final for each outcome, the file's trees as subtrees. Without
+    a budget in the file, the task gets ``budget``, else :data:`DEFAULT_BUDGET`. The XML's
+    marks are kept."""
     data = xml.data if isinstance(xml.data, dict) else {"subtrees": {}}
+    if "task" in data and tree in (None, data.get("task_tree")):  # written by export-xml
+        task_data = {**data["task"]}
+        if data["subtrees"]:
+            task_data["subtrees"] = data["subtrees"]
+        if not task_data.get("budget"):
+            task_data["budget"] = dict(budget or DEFAULT_BUDGET)
+        return Document(xml.file, task_data, path=xml.path, marks=xml.marks,
+                        key_marks=xml.key_marks, format="xml")
     trees = list(data.get("subtrees", {}))
     main = tree or data.get("metadata", {}).get("main_tree_to_execute") or (
         trees[0] if len(trees) == 1 else None)
@@ -86,5 +104,6 @@ def task_document(xml: Document, *, tree: str | None = None, name: str | None = 
     }
     if data.get("includes"):
         task_data["includes"] = data["includes"]
+    task_data["budget"] = dict(budget or DEFAULT_BUDGET)
     return Document(xml.file, task_data, path=xml.path, marks=xml.marks,
                     key_marks=xml.key_marks, format="xml")

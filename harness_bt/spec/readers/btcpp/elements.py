@@ -20,9 +20,10 @@ class Element:
 
     tag: str
     attrs: dict[str, str]
-    line: int
-    column: int
+    line: int = 0
+    column: int = 0
     children: list[Element] = field(default_factory=list)
+    text: str = ""  # the text inside it (written by the exporter; the reader ignores it)
 
 
 def snake(name: str) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from harness_bt.plugins import did_you_mean
 from harness_bt.skill import SkillRegistry
 from harness_bt.spec.problems import Problem
+from harness_bt.spec.readers.btcpp.chart import inline_phase_trees, read_task
 from harness_bt.spec.readers.btcpp.elements import Element, snake
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import DocPath, Document, Mark, format_path
@@ -83,6 +84,10 @@ class TreeReader:
                 raise ValueError(f"{text!r} is not true or false")
             return text.lower() in ("true", "1")
         if kind == "list":
+            if "," in text:
+                raise ValueError(f"{text!r}: a list here is separated by ';', not ',' "
+                                 f"(write {text.replace(',', ';')!r}, or json:[...] for "
+                                 "items that hold a comma)")
             return [self.value(part.strip(), "any") for part in text.split(";")
                     if part.strip()] if text.strip() else []
         if kind == "dict":
@@ -248,7 +253,9 @@ class TreeReader:
             self.problem("XML_MISSING_ATTRIBUTE", "<SubTree> needs ID=", el,
                          "name the BehaviorTree it runs: ID=\"...\"", path)
             return None
-        out: dict[str, Any] = {"subtree": ref, "name": self.name(el, ref)}
+        out: dict[str, Any] = {"subtree": ref}
+        if "name" in el.attrs:
+            out["name"] = self.name(el, ref)
         remap: dict[str, str] = {}
         values: dict[str, Any] = {}
         autoremap = False
@@ -267,7 +274,8 @@ class TreeReader:
             out["remap"] = remap
         if values:
             out["values"] = values
-        out["autoremap"] = autoremap
+        if not autoremap:  # BehaviorTree.CPP's default; sharing keys is the harness's
+            out["autoremap"] = False
         return out
 
     def leaf(self, el: Element, tag: str, path: DocPath) -> dict[str, Any] | None:
@@ -280,12 +288,6 @@ class TreeReader:
         if skill is not None:
             return self.skill_leaf(el, skill, path)
         if node_type is not None:
-            manifest = nodes.get(node_type).manifest
-            if any(p.type in ("tree", "trees") for p in manifest.ports):
-                self.problem("XML_UNSUPPORTED", f"<{tag}> maps to node type {node_type!r}, "
-                             "which takes child trees: only leaves map by name", el,
-                             "use the BehaviorTree.CPP control and decorator tags", path)
-                return None
             return self.typed_leaf(el, node_type, path)
         known = [*SUPPORTED, *skills.names(), *nodes.names()]
         self.problem("XML_UNKNOWN_NODE", f"<{tag}> is neither a supported BehaviorTree.CPP node "
@@ -339,9 +341,27 @@ class TreeReader:
             out["inputs"] = inputs
         return out
 
-    def typed_leaf(self, el: Element, type_name: str, path: DocPath) -> dict[str, Any]:
+    def typed_leaf(self, el: Element, type_name: str, path: DocPath) -> dict[str, Any] | None:
+        """A node type by its registered name: attributes are its ports; its children fill
+        its tree ports (all of them for a ``trees`` port, else one per ``tree`` port, in the
+        manifest's order: ``<recover>`` takes its attempt, then its recovery)."""
         manifest = self.registries.nodes.get(type_name).manifest
         out: dict[str, Any] = {"type": type_name, "name": self.name(el, type_name)}
+        branches = [p for p in manifest.ports if p.type in ("tree", "trees")]
+        if len(branches) == 1 and branches[0].type == "trees":
+            out[branches[0].name] = self.children(el, path)
+        elif branches or el.children:
+            needed = [p for p in branches if p.required] or branches
+            if not len(needed) <= len(el.children) <= len(branches):
+                names = ", ".join(p.name for p in branches) or "none"
+                self.problem("XML_CHILDREN", f"<{el.tag}> takes {len(needed)} to "
+                             f"{len(branches)} children ({names}), has {len(el.children)}",
+                             el, f"give it one child for each of: {names}", path)
+                return None
+            for branch, kid in zip(branches, el.children, strict=False):
+                tree = self.node(kid, (*path, branch.name))
+                if tree is not None:
+                    out[branch.name] = tree
         for attr, text in el.attrs.items():
             if attr in ("name", "ID") or attr.startswith("_"):
                 continue
@@ -400,6 +420,10 @@ class TreeReader:
                                  f"exactly one root node, has {len(el.children)}", el,
                                  "wrap its nodes in a <Sequence>", path)
                     continue
+                if el.children[0].tag == "Task":  # a task's chart (harness export-xml)
+                    data["task"] = read_task(el.children[0], self)
+                    data["task_tree"] = tree_id
+                    continue
                 tree = self.node(el.children[0], path)
                 if tree is not None:
                     data["subtrees"][tree_id] = tree
@@ -408,10 +432,12 @@ class TreeReader:
             elif el.tag != "TreeNodesModel":
                 self.problem("XML_UNSUPPORTED", f"<{el.tag}> is not supported under <root>", el,
                              "keep <BehaviorTree>, <include> and <TreeNodesModel> there")
+        if "task" in data:
+            inline_phase_trees(data["task"], data["subtrees"], root, self.doc)
         if main:
             data["metadata"] = {"main_tree_to_execute": main}
-            if main not in data["subtrees"] and not any(p.code.startswith("XML")
-                                                        for p in self.problems):
+            if main not in data["subtrees"] and main != data.get("task_tree") and not any(
+                    p.code.startswith("XML") for p in self.problems):
                 known = list(data["subtrees"])
                 self.problem("UNKNOWN_SUBTREE", f"main_tree_to_execute={main!r} names no "
                              f"BehaviorTree; trees: {', '.join(known)}"
