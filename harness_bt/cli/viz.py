@@ -25,6 +25,8 @@ def viz(
                                "with, as module:attribute (default: the installed skills)."),
     set_: list[str] = typer.Option(None, "--set", help="A task parameter's value, "
                                    "NAME=VALUE, repeatable."),
+    unfold: bool = typer.Option(False, "--unfold", help="Draw every node of the idioms "
+                                "(recover, act_and_evaluate) instead of one node each."),
 ) -> None:
     """Draw the execution graph (statechart and trees), coloured by a run with --trace."""
     from harness_bt.cli.spec import parse_set, resolve_skills
@@ -36,12 +38,12 @@ def viz(
                               f"{', '.join('.' + f for f in FORMATS)}",
                               fix="name the output out.svg, out.png, out.dot or out.mmd")
     if file.suffix == ".jsonl":
-        data = render(trace=trace or file, at=at, fmt=fmt)
+        data = render(trace=trace or file, at=at, fmt=fmt, fold=not unfold)
     else:
         from harness_bt.spec.loader import load_task
 
         task = load_task(file, skills=resolve_skills(skills), params=parse_set(set_))
-        data = render(task, trace=trace, at=at, fmt=fmt)
+        data = render(task, trace=trace, at=at, fmt=fmt, fold=not unfold)
     typer.echo(f"wrote {write(output, data)}")
 
 

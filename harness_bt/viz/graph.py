@@ -245,7 +245,7 @@ def drawing(structure: Mapping[str, Any], frame: Frame | None = None, *,
                 by_path = {e["path"]: e for e in entries}
                 act, check = by_path[idiom.parts["act"]], by_path[idiom.parts["check"]]
                 looks = (check.get("params") or {}).get("max_observations")
-                detail = f"{_detail(act)}, judged (≤{looks} looks)"
+                node_type, detail = "act_and_evaluate", f"{_detail(act)}, judged (≤{looks} looks)"
             kind = entry["kind"] if idiom is None else \
                 "idiom" if idiom.kind == "recover" else "action"
             nodes[nid] = DrawNode(
