@@ -16,7 +16,7 @@ class PanZoom {
     svg.setAttribute('preserveAspectRatio', 'xMidYMid meet');
     this.view = Object.assign({}, this.full);
     this.drag = null;
-    box.addEventListener('wheel', e => {e.preventDefault();
+    box.addEventListener('wheel', e => {e.preventDefault(); if(!e.deltaY) return;
       this.zoom(e.deltaY < 0 ? 1.25 : 0.8, this.point(e));}, {passive: false});
     box.addEventListener('mousedown', e => {if(e.button !== 0) return;
       this.drag = {x: e.clientX, y: e.clientY, view: Object.assign({}, this.view)};
