@@ -5,9 +5,10 @@ perception unchanged, and at most ``rate_hz`` times per second of the run's cloc
 camera) the camera's RGB image is compressed (JPEG through Pillow) into a tar file beside
 the trace (``run.jsonl`` -> ``run.frames.tar``, one member per image:
 ``<camera>/<timestep>.jpg``). Each recorded observation adds one ``frame`` event to the
-trace: the file and members, image sizes, the end effector's pose and the objects the
-perception reported (id, pose, extent, confidence, and their box in each image), so a
-replay or an export finds the images from the trace alone.
+trace: the file and members, image sizes, each camera's pose and intrinsics, the end
+effector's pose and the objects the perception reported (id, pose, extent, confidence, and
+their box in each image), so a replay or an export finds the images from the trace alone.
+Poses are ``[x, y, z, qw, qx, qy, qz]`` in the world frame.
 
 A tar file is written member by member and flushed after each, so a run that dies keeps
 every complete image; :class:`FrameStore` reads it back, and a missing or damaged file reads
@@ -134,7 +135,9 @@ class FrameRecorder:
             boxes = {u.object_id: box for u in updates if not u.removed and u.camera in ("", name)
                      and (box := project_box(u, cam)) is not None}
             images[name] = {"member": member, "width": int(width), "height": int(height),
-                            "boxes": boxes}
+                            "boxes": boxes,
+                            "pose": [*map(float, cam.position), *map(float, cam.quaternion_wxyz)],
+                            "k": [float(v) for v in np.asarray(cam.intrinsics).ravel()]}
         if not images:
             return
         self.count += len(images)
