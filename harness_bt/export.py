@@ -189,6 +189,10 @@ def export_mcap(trace: str | os.PathLike[str], output: str | os.PathLike[str], *
     whose file is missing still exports, without images (the ``/harness/log`` says so)."""
     from foxglove_schemas_protobuf.Log_pb2 import Log
 
+    target = Path(output)
+    if target.suffix.lower() != ".mcap":
+        raise DefinitionError("INVALID_OPTION", f"-o {output}: the output must be a .mcap file",
+                              fix="name it e.g. run.mcap")
     reader = TraceReader.open(trace)
     structure = reader.structure
     store = FrameStore(frames_file) if frames_file is not None else \
@@ -198,10 +202,6 @@ def export_mcap(trace: str | os.PathLike[str], output: str | os.PathLike[str], *
     def ns_of(event: Mapping[str, Any]) -> int:
         return int(round((base + float(event.get("mono") or 0.0)) * 1e9))
 
-    target = Path(output)
-    if target.suffix.lower() != ".mcap":
-        raise DefinitionError("INVALID_OPTION", f"-o {output}: the output must be a .mcap file",
-                              fix="name it e.g. run.mcap")
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("wb") as fh:
         out = _Out(fh, str(structure.get("task")))
