@@ -200,7 +200,7 @@ def export_mcap(trace: str | os.PathLike[str], output: str | os.PathLike[str], *
     base = float(reader.events[0].get("wall") or 0.0)
 
     def ns_of(event: Mapping[str, Any]) -> int:
-        return int(round((base + float(event.get("mono") or 0.0)) * 1e9))
+        return round((base + float(event.get("mono") or 0.0)) * 1e9)
 
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("wb") as fh:

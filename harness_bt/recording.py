@@ -63,7 +63,7 @@ def project_box(update: ObjectUpdate, camera: CameraFrame) -> list[float] | None
     world = (corners * half) @ _rotation(update.pose.quaternion_wxyz).T + np.asarray(
         update.pose.position, dtype=float)
     cam = (world - np.asarray(camera.position, dtype=float)) @ _rotation(
-        camera.quaternion_wxyz)
+        [float(v) for v in camera.quaternion_wxyz])
     if np.any(cam[:, 2] <= 1e-6):
         return None
     k = np.asarray(camera.intrinsics, dtype=float)
@@ -99,8 +99,8 @@ class FrameRecorder:
         self._last: dict[str, float] = {}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = self.path.open("wb")
-        self._tar: tarfile.TarFile | None = tarfile.open(fileobj=self._fh, mode="w",
-                                                         format=tarfile.PAX_FORMAT)
+        self._tar: tarfile.TarFile | None = tarfile.open(  # noqa: SIM115 (closed in close())
+            fileobj=self._fh, mode="w", format=tarfile.PAX_FORMAT)
 
     def wrap(self, perception: Perception) -> Perception:
         """``perception``, recording what it is given and what it says."""

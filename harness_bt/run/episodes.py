@@ -41,6 +41,7 @@ from harness_bt.runtime.episodes import (
     runtime_registry,
 )
 from harness_bt.skill import SkillRegistry
+from harness_bt.trace import Trace
 from harness_bt.world import Perception, perception_registry
 
 __all__ = [
@@ -325,13 +326,14 @@ def run_episodes(
                 break
             timed = _TimedBridge(runtime)
             path = _trace_path(trace, index, options.episodes)
-            recorder, trace_to, perceive = None, path, make_perception()
+            recorder, perceive = None, make_perception()
+            trace_to: str | Trace | None = path
             if record_frames is not None and path is not None:
                 from harness_bt.recording import FrameRecorder, frames_path
-                from harness_bt.trace import Trace
 
-                trace_to = Trace(path, clock=runtime.clock)
-                recorder = FrameRecorder(frames_path(path), trace_to, rate_hz=record_frames)
+                recording = Trace(path, clock=runtime.clock)
+                recorder = FrameRecorder(frames_path(path), recording, rate_hz=record_frames)
+                trace_to = recording
                 perceive = recorder.wrap(perceive)
             runner = TaskRunner(task, bridge=timed, clock=runtime.clock,
                                 tick_period_s=runtime.control_period_s,

@@ -5,9 +5,11 @@ stacked top to bottom), atomic phases hold their tree drawn left to right; the p
 bands read top to bottom, left to right (:mod:`harness_bt.viz.layout`); the finals are
 grouped in one cell (``ends``), and a phase's transitions into them are its exits, drawn
 inside it (arrow shapes: ``failed ⇒ aborted_grasp``); other transitions join the clusters,
-their event written beside the edge. Node shapes by kind: composites are boxes (→ sequence, ? selector, ⇉ parallel),
-decorators hexagons, actions rounded boxes, conditions ellipses. Every tree node carries an
-SVG id (``n<k>``) and a class with its status, so a page can recolour it.
+their event written beside the edge. Node shapes by kind: composites are boxes (→ sequence,
+? selector, ⇉ parallel), decorators hexagons, actions rounded boxes, conditions ellipses, a
+folded ``recover`` a 3-D box (⟲) whose recovery edge is dashed. Every tree node carries an
+SVG id (``n<k>``) and a class with its status, every exit an id (``x_<phase>_<k>``), every
+transition between phases an id (``t_<source>_<target>``), so a page can recolour them.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ the number of bands, so the choice is the same on every machine, without running
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -130,6 +131,7 @@ def _split(items: Sequence[Cell], parts: int) -> list[list[Cell]]:
     def solve(start: int, k: int) -> tuple[float, list[int]]:
         if (start, k) in best:
             return best[(start, k)]
+        res: tuple[float, list[int]]
         if k == 1:
             res = (sum(c.height for c in items[start:]) + NODESEP * (n - start - 1), [])
         else:
@@ -144,7 +146,7 @@ def _split(items: Sequence[Cell], parts: int) -> list[list[Cell]]:
 
     _, cuts = solve(0, parts)
     bounds = [0, *cuts, n]
-    return [list(items[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [list(items[a:b]) for a, b in itertools.pairwise(bounds)]
 
 
 def bands(d: Drawing, target: float = TARGET_RATIO) -> list[list[Cell]]:

@@ -14,7 +14,6 @@ from harness_bt.cli import main
 from harness_bt.export import export_mcap
 from harness_bt.trace import TraceReader
 from harness_bt.viz import frames
-from tests.harness_bt.viz.conftest import framed, traces  # noqa: F401  (the runs exported)
 
 
 def read(path: Path) -> tuple[dict[str, tuple[str, str]], Counter[str], list[tuple[str, object]]]:
@@ -91,7 +90,7 @@ def test_a_run_without_frames_or_with_its_frames_file_missing_still_exports(
     out = tmp_path / "clean.mcap"
     assert main(["export", str(traces["clean"]), "-o", str(out)]) == 0
     assert "no camera frames" in capsys.readouterr().err
-    channels, counts, _ = read(out)
+    channels, _, _ = read(out)
     assert set(channels) == {"/harness/log", "/harness/tree"}
     alone = tmp_path / "alone.jsonl"
     alone.write_text(framed.read_text())

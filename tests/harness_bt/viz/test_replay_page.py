@@ -105,7 +105,8 @@ def test_the_page_zooms_pans_and_shows_labels_transitions_and_camera_frames(
     end = data(driver)
     assert end["frame"] == str(len(views) - 1)
     taken = driver.execute_script(  # type: ignore[attr-defined]
-        "return Array.from(document.querySelectorAll('#graph g[data-taken=\"1\"]')).map(g => g.id);")
+        "return Array.from(document.querySelectorAll('#graph g[data-taken=\"1\"]'))"
+        ".map(g => g.id);")
     assert set(taken) == set(views[-1]["taken"]) | set(views[-1]["exits"])
     assert "t_navigate_pick" in taken and any(t.startswith("x_deliver_") for t in taken)
     legend = driver.find_element(By.CSS_SELECTOR, ".legend .chip")  # type: ignore[attr-defined]

@@ -1,4 +1,5 @@
-"""Traces of the running example, written once per session."""
+"""Traces of the running example (plain, and with recorded camera frames), written once per
+session."""
 
 from __future__ import annotations
 
