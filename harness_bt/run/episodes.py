@@ -318,6 +318,7 @@ def run_episodes(
     assert runtime is not None
     run_id = uuid.uuid4().hex[:8]
     reports: list[EpisodeReport] = []
+    recorder = None
     try:
         _check_executors(task, skills, runtime)
         for index in range(options.episodes):
@@ -383,5 +384,7 @@ def run_episodes(
                          "sim": end.to_dict()}))
         return RunReport(task.name, tuple(reports), runtime.final_metric(), options)
     finally:
+        if recorder is not None:  # an episode that raised: keep what it recorded
+            recorder.close()
         if own:
             runtime.close()

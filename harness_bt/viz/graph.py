@@ -11,6 +11,7 @@ finals themselves are grouped (``Drawing.ends``)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,7 +225,7 @@ def drawing(structure: Mapping[str, Any], frame: Frame | None = None, *,
     taken = {(src, tgt) for _, src, tgt in (frame.transitions if frame else ())}
     config = set(frame.configuration) if frame else set()
     visited = set(frame.visited) if frame else set()
-    counter = iter(range(1 << 30))  # node ids: n<k> by pre-order over every tree, folded or not
+    counter = itertools.count()  # node ids: n<k> by pre-order over every tree, folded or not
 
     def tree(c: Cluster, entries: list[dict[str, Any]]) -> None:
         ids = {entry["path"]: f"n{next(counter)}" for entry in entries}
