@@ -138,6 +138,32 @@ def test_the_page_is_served_over_http(framed: Path) -> None:
         socket.create_connection(("127.0.0.1", server.port), timeout=5).close()
 
 
+def test_the_serve_command_prints_its_address_and_stops_on_ctrl_c(framed: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "harness_bt.cli", "replay", str(framed),
+                             "--serve", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith(f"serving the replay of {framed} at http://127.0.0.1:")
+        url = line.split(" at ", 1)[1].split()[0]
+        page = httpx.get(url, timeout=30)
+        assert page.status_code == 200 and "fetch_cup — replay" in page.text
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 130  # stopped by Ctrl-C, as a shell reports it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
 def test_a_port_in_use_is_refused_clearly(framed: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     taken = socket.socket()
