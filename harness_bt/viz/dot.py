@@ -19,7 +19,15 @@ import subprocess
 from html import escape
 
 from harness_bt.errors import HarnessError
-from harness_bt.viz.graph import COLOURS, EVENT_COLOURS, Cluster, Drawing, DrawNode, Exit
+from harness_bt.viz.graph import (
+    COLOURS,
+    EVENT_COLOURS,
+    TEXT_COLOURS,
+    Cluster,
+    Drawing,
+    DrawNode,
+    Exit,
+)
 from harness_bt.viz.layout import bands, wrap
 
 __all__ = ["GRAPHVIZ_HELP", "render_dot", "to_dot"]
@@ -38,10 +46,11 @@ def _text(value: object) -> str:
 
 def _node(n: DrawNode) -> str:
     fill, border = COLOURS.get(n.status, COLOURS[None])
+    ink = TEXT_COLOURS.get(n.status, TEXT_COLOURS[None])
     rows = [f"<b>{_text(n.title)}</b>", f'<font point-size="8">{_text(n.detail)}</font>']
-    rows += [f'<font point-size="8" color="{border}">{_text(note)}</font>' for note in n.notes]
+    rows += [f'<font point-size="8" color="{ink}">{_text(note)}</font>' for note in n.notes]
     if n.status is not None:
-        rows.append(f'<font point-size="7" color="{border}">{n.status.lower()}</font>')
+        rows.append(f'<font point-size="7" color="{ink}">{n.status.lower()}</font>')
     style = "filled,rounded" if n.kind == "action" else "filled"
     if n.kind == "composite":
         style += ",bold"
@@ -114,6 +123,9 @@ def _cluster(c: Cluster, d: Drawing, out: list[str], indent: str) -> None:
         firsts.append(x.id)
     for nid in c.nodes:
         out.append(f"{indent}  {_node(d.nodes[nid])}")
+    if c.nodes:  # where a transition to a later band leaves: the phase's right-hand side
+        out.append(f'{indent}  o_{c.id} [shape=point, style=invis, width=0.01];')
+        out.append(f"{indent}  {{rank=same; {_deepest(d, (c.id,))[0]}; o_{c.id};}}")
     for first in firsts:
         out.append(f"{indent}  {c.anchor} -> {first} [style=invis];")
     if len(firsts) > 1:
@@ -159,6 +171,18 @@ def _deepest(d: Drawing, ids: tuple[str, ...]) -> list[str]:
     return [deepest(by_id[i])[1] for i in ids if i in by_id]
 
 
+def _top(d: Drawing, cid: str) -> str:
+    """The top-level phase that holds phase ``cid`` (itself at the top level)."""
+    for c in d.clusters:
+        stack = [c]
+        while stack:
+            here = stack.pop()
+            if here.id == cid:
+                return c.id
+            stack.extend(here.children)
+    return cid
+
+
 def to_dot(d: Drawing) -> str:
     """DOT text for a drawing: trees left to right, the phases in bands (see
     :mod:`harness_bt.viz.layout`), the finals grouped in the last cell."""
@@ -172,6 +196,7 @@ def to_dot(d: Drawing) -> str:
            f'  edge [fontname="{_FONT}", fontsize=8, color="#78909c"];',
            '  __start [shape=point, width=0.12, color="#263238"];']
     grid = bands(d)
+    band_of = {i: k for k, band in enumerate(grid) for cell in band for i in cell.ids}
     previous: list[str] = []
     for k, band in enumerate(grid):
         head = f"__band{k}"
@@ -219,7 +244,11 @@ def to_dot(d: Drawing) -> str:
             attrs.append("penwidth=2.5")
         elif d.frame is not None:
             attrs.append("style=dashed")
-        out.append(f"  {src.anchor} -> {tgt.anchor} [{', '.join(attrs)}];")
+        tail = src.anchor
+        if src.kind == "atomic" and src.nodes and band_of.get(_top(d, tgt.id), 0) > \
+                band_of.get(_top(d, src.id), 0):
+            tail = f"o_{src.id}"  # rightwards, across the gap between the bands
+        out.append(f"  {tail} -> {tgt.anchor} [{', '.join(attrs)}];")
     out.append("}")
     return "\n".join(out) + "\n"
 

@@ -19,7 +19,8 @@ from typing import Any
 from harness_bt.viz.fold import fold_tree
 from harness_bt.viz.frames import Frame, NodeState
 
-__all__ = ["COLOURS", "Cluster", "DrawNode", "Drawing", "Exit", "Transition", "drawing"]
+__all__ = ["COLOURS", "TEXT_COLOURS", "Cluster", "DrawNode", "Drawing", "Exit", "Transition",
+           "drawing"]
 
 #: status -> (fill, border) colours; ``None``: drawn without a run.
 COLOURS: dict[str | None, tuple[str, str]] = {
@@ -30,6 +31,12 @@ COLOURS: dict[str | None, tuple[str, str]] = {
     "HALTED": ("#ffe0b2", "#ef6c00"),
     "NOT_TICKED": ("#f5f5f5", "#9e9e9e"),
     None: ("#ffffff", "#37474f"),
+}
+#: status -> the colour of the text written on a node (darker than its border: legible on
+#: the fill).
+TEXT_COLOURS: dict[str | None, str] = {
+    "SUCCESS": "#1b5e20", "FAILURE": "#b71c1c", "RUNNING": "#6d4c00", "UNKNOWN": "#4a148c",
+    "HALTED": "#a33c00", "NOT_TICKED": "#616161", None: "#37474f",
 }
 EVENT_COLOURS = {"succeeded": "#2e7d32", "failed": "#c62828", "unknown": "#6a1b9a",
                  "budget_exhausted": "#ef6c00", "done": "#1565c0"}

@@ -22,7 +22,7 @@ from typing import Any
 
 from harness_bt.recording import FrameStore
 from harness_bt.trace import TraceReader
-from harness_bt.viz.graph import COLOURS, EVENT_COLOURS
+from harness_bt.viz.graph import COLOURS, EVENT_COLOURS, TEXT_COLOURS
 from harness_bt.viz.render import TraceLike, trace_of
 from harness_bt.viz.view import Images, page_svg, view_frames
 
@@ -61,7 +61,7 @@ def page(structure: Mapping[str, Any], views: Sequence[Mapping[str, Any]], *,
     are missing. The script's ``ReplayView.push(frame)`` appends a view frame, for a page
     fed while a run goes."""
     name = title or f"{structure.get('task')} — replay"
-    colours = {(k or "static"): list(v) for k, v in COLOURS.items()}
+    colours = {(k or "static"): [*v, TEXT_COLOURS[k]] for k, v in COLOURS.items()}
     config = {"problem": problem}
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{escape(name)}</title>

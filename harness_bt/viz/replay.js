@@ -79,7 +79,7 @@ class ReplayView {
     g.querySelectorAll('polygon,ellipse,path').forEach(s => {s.setAttribute('fill', c[0]);
       s.setAttribute('stroke', c[1]); s.setAttribute('stroke-dasharray', status === 'NOT_TICKED' ? '4,2' : '');});
     const t = this.notes[g.id];
-    if(t){ t.textContent = note || ''; t.setAttribute('fill', c[1]); }
+    if(t){ t.textContent = note || ''; t.setAttribute('fill', c[2] || c[1]); }
     g.dataset.note = note || '';
   }
   paintPhase(id, state) {
