@@ -218,7 +218,8 @@ def export_mcap(trace: str | os.PathLike[str], output: str | os.PathLike[str], *
             out.proto("/harness/log", msg, ns)
 
         if store.problem:
-            log(reader.events[0], "WARNING", f"camera frames not exported: {store.problem}")
+            log(reader.events[0], "WARNING", f"camera frames: {store.problem}; the images "
+                "not in it are not exported")
         for e in reader.events:
             if e["kind"] == "frame":
                 _frame_messages(out, e, store, ns_of(e))

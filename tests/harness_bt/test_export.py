@@ -98,7 +98,7 @@ def test_a_run_without_frames_or_with_its_frames_file_missing_still_exports(
     assert "/camera/front" not in counts_alone and counts_alone["/tf"] == 8
     _, _, decoded = read(tmp_path / "alone.mcap")
     first = next(m for t, m in decoded if t == "/harness/log")
-    assert "camera frames not exported: the frames file" in first.message  # type: ignore[attr-defined]
+    assert "camera frames: the frames file" in first.message  # type: ignore[attr-defined]
     assert "is missing" in first.message  # type: ignore[attr-defined]
 
 

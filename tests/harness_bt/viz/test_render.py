@@ -164,8 +164,8 @@ def test_dot_shows_kinds_budgets_and_bounds(traces: dict[str, Path]) -> None:
     assert re.search(r'shape=box3d[^]]*label=<<b>⟲ hold_cup</b><br/><font point-size="8">'
                      r"recover ≤2 runs", folded)
     assert re.search(r"<b>put</b><br/><font point-size=\"8\">skill place, judged \(≤3 looks\)"
-                     r'</font><br/><font point-size="8" color="#2e7d32">#1 SUCCEEDED</font>'
-                     r'<br/><font point-size="8" color="#2e7d32">verdict SUCCEEDED', folded)
+                     r'</font><br/><font point-size="8" color="#1b5e20">#1 SUCCEEDED</font>'
+                     r'<br/><font point-size="8" color="#1b5e20">verdict SUCCEEDED', folded)
 
 
 def test_png_renders_with_the_status_colours(traces: dict[str, Path]) -> None:
