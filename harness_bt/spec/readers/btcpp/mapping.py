@@ -287,7 +287,7 @@ class TreeReader:
                              "use the BehaviorTree.CPP control and decorator tags", path)
                 return None
             return self.typed_leaf(el, node_type, path)
-        known = [*SUPPORTED, *skills.names(), *nodes.names()]
+        known = [*SUPPORTED, *skills.names(), *nodes.listed()]
         self.problem("XML_UNKNOWN_NODE", f"<{tag}> is neither a supported BehaviorTree.CPP node "
                      "nor a registered skill or node type (looked for "
                      f"{' / '.join(map(repr, candidates))}){did_you_mean(snake(tag), known)}",
