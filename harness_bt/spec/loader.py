@@ -21,8 +21,8 @@ from harness_bt.plugins import Registry, did_you_mean
 from harness_bt.skill import SkillRegistry
 from harness_bt.spec.compile import compile_task, to_neutral
 from harness_bt.spec.dump import spec_to_data
-from harness_bt.spec.model import TaskSpec
 from harness_bt.spec.library import Library
+from harness_bt.spec.model import TaskSpec
 from harness_bt.spec.problems import Problem, Report, SpecError
 from harness_bt.spec.readers import read_document
 from harness_bt.spec.readers.btcpp import read_btcpp, task_document
