@@ -290,3 +290,30 @@ def test_a_python_task_is_held_to_the_chart_rules_of_a_document(tmp_path: Path) 
     assert err.value.details["problems"] == [
         "UNREACHABLE_PHASE: phase 'lost' can never be entered: no transition leads to it from "
         "the initial phase 'work' (at phases[1].id)"]
+
+
+NAVIGATE = "{skill: navigate, name: go, params: {x_m: 1.0, y_m: 0.0}}"
+
+
+def test_a_misspelt_target_is_one_error_not_a_cascade_of_unreachable_phases(
+        tmp_path: Path) -> None:
+    problems = check(work(NAVIGATE, "    transitions:\n      - {event: succeeded, target: dnoe}\n"
+                          "      - {event: failed, target: aborted_work}\n"), tmp_path)
+    assert [p.split(" error ")[1].split(":")[0] for p in problems] == ["UNKNOWN_TARGET"]
+    assert "did you mean 'done'?" in problems[0]
+
+
+def test_a_phase_nothing_could_reach_is_still_reported_beside_a_misspelling(
+        tmp_path: Path) -> None:
+    text = work(NAVIGATE, "    transitions:\n      - {event: succeeded, target: dnoe}\n"
+                "      - {event: failed, target: aborted_work}\n") \
+        + "  - {id: aborted_never, kind: final}\n"
+    codes = [(p.split(" error ")[1].split(":")[0], p) for p in check(text, tmp_path)]
+    assert [c for c, _ in codes] == ["UNKNOWN_TARGET", "UNREACHABLE_PHASE"]
+    assert "phase 'aborted_never' can never be entered" in codes[1][1]
+
+
+def test_a_target_close_to_no_phase_reports_no_unreachable_phase(tmp_path: Path) -> None:
+    problems = check(work(NAVIGATE, "    transitions:\n      - {event: succeeded, target: xyzzy}\n"
+                          "      - {event: failed, target: aborted_work}\n"), tmp_path)
+    assert [p.split(" error ")[1].split(":")[0] for p in problems] == ["UNKNOWN_TARGET"]
