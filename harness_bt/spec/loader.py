@@ -98,8 +98,8 @@ def _check_built(task: Task, doc: Document, registries: Registries) -> Checked:
         report.extend(Problem("INVALID_TREE", str(p), doc.file,
                               fix="fix the tree factory of the phase named") for p in problems)
         used = set()
-    known = registries.skills.names() if registries.skills is not None else None
-    for name in sorted(used - set(known)) if known is not None else ():
+    known = registries.skills.names() if registries.skills is not None else []
+    for name in sorted(used - set(known)) if registries.skills is not None else ():
         report.add(Problem("UNKNOWN_SKILL", f"a tree of task {task.name!r} commands skill "
                            f"{name!r}, which is not installed; known: {', '.join(known)}"
                            f"{did_you_mean(name, known)}", doc.file,
@@ -136,14 +136,27 @@ def _passed(checked: Checked) -> Checked:
     return checked
 
 
+def _document(checked: Checked) -> Checked:
+    """A checked file that has a document form (a Python file's task of tree factories has
+    none)."""
+    checked = _passed(checked)
+    if checked.spec is None and checked.task is not None:
+        raise DefinitionError(
+            "NOT_A_DOCUMENT", f"{checked.doc.file}: task {checked.task.name!r} is built from "
+            "Python tree factories, which have no document form", where=checked.doc.file,
+            fix="load it with load_task(), or write its trees as node-spec dicts "
+                "(harness_bt.spec.builder and harness_bt.spec.tree)")
+    return checked
+
+
 def load_spec(path: PathLike, *, nodes: NodeTypes | None = None,
               skills: SkillRegistry | None = None,
               guards: Mapping[str, GuardFn] | None = None,
               params: Params | None = None) -> TaskSpec:
     """The spec of a task document, once the whole file passed its checks (with ``params``
     bound, so a refused value is an error here too; the spec keeps its ``{name}`` uses)."""
-    checked = _passed(check_file(path, nodes=nodes, skills=skills, guards=guards,
-                                 params=params))
+    checked = _document(check_file(path, nodes=nodes, skills=skills, guards=guards,
+                                   params=params))
     assert checked.spec is not None
     return checked.spec
 
@@ -191,7 +204,7 @@ def build_task(spec: TaskSpec, *, base_dir: PathLike | None = None,
 
 def neutral_form(path: PathLike, **registries: Any) -> dict[str, Any]:
     """The neutral dict form of a task file (what :meth:`Task.from_dict` receives)."""
-    return to_neutral(_passed(check_file(path, **registries)))[0]
+    return to_neutral(_document(check_file(path, **registries)))[0]
 
 
 def import_btcpp(path: PathLike, *, tree: str | None = None, name: str | None = None,

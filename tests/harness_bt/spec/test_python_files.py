@@ -11,7 +11,7 @@ import pytest
 
 from harness_bt.cli import main
 from harness_bt.errors import DefinitionError
-from harness_bt.spec import check_file, load_spec, load_task
+from harness_bt.spec import check_file, load_spec, load_task, neutral_form
 from harness_bt.testing.example import example_skills
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -98,3 +98,12 @@ def test_load_spec_and_viz_take_a_python_file(tmp_path: Path,
     assert main(["viz", str(path), "-o", str(out), *SKILLS]) == 0
     assert capsys.readouterr().out == f"wrote {out}\n"
     assert "work" in out.read_text()
+
+
+def test_a_task_of_tree_factories_has_no_document_form_and_says_so() -> None:
+    path = ROOT / "trees" / "pick_cube.py"
+    for load in (load_spec, neutral_form):
+        with pytest.raises(DefinitionError, match="built from Python tree factories") as err:
+            load(path)
+        assert err.value.code == "NOT_A_DOCUMENT"
+    assert load_task(path).name == "pick_cube"
