@@ -317,3 +317,19 @@ def test_a_target_close_to_no_phase_reports_no_unreachable_phase(tmp_path: Path)
     problems = check(work(NAVIGATE, "    transitions:\n      - {event: succeeded, target: xyzzy}\n"
                           "      - {event: failed, target: aborted_work}\n"), tmp_path)
     assert [p.split(" error ")[1].split(":")[0] for p in problems] == ["UNKNOWN_TARGET"]
+
+
+def test_a_misspelt_subtree_is_one_error_not_an_unused_subtree_and_an_unwritten_key(
+        tmp_path: Path) -> None:
+    text = ("name: demo\nsubtrees:\n  look_at: {type: observe, name: look, objects: [cup], "
+            "record: plan}\nphases:\n  - id: work\n    tree:\n      type: sequence\n"
+            "      name: s\n      children:\n        - {subtree: lok_at}\n"
+            "        - {type: check, name: still, objects: [cup], snapshot: plan}\n"
+            + TRANSITIONS + FINALS)
+    problems = check(text, tmp_path)
+    assert problems == [f"{tmp_path / 'task.yaml'}:10:21: error UNKNOWN_SUBTREE: unknown subtree "
+                        "'lok_at'; known: look_at; did you mean 'look_at'? (at phases[0].tree."
+                        "children[0].subtree); fix: define it under 'subtrees:' or include the "
+                        "file that does"]
+    fixed = check(text.replace("lok_at", "look_at"), tmp_path)
+    assert fixed == []
