@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib.metadata import EntryPoint, entry_points
@@ -39,7 +39,7 @@ from typing import Any, Generic, TypeVar
 
 from harness_bt.errors import DefinitionError
 
-__all__ = ["Group", "Origin", "Registry", "did_you_mean", "load_group", "load_reference"]
+__all__ = ["Group", "Origin", "Registry", "closest", "did_you_mean", "load_group", "load_reference"]
 
 T = TypeVar("T")
 
@@ -72,14 +72,21 @@ class Origin:
         return f"{self.source} of package {self.package!r}" if self.package else self.source
 
 
-def did_you_mean(name: str, known: list[str] | tuple[str, ...] | set[str]) -> str:
-    """``"; did you mean 'x'?"`` when a close match exists, else ``""``."""
-    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+def closest(name: str, known: Iterable[str]) -> str | None:
+    """The known name ``name`` is most likely a misspelling of (None: none is close)."""
+    names = sorted(known)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     if not close:
-        lowered = {k.lower(): k for k in known}
+        lowered = {k.lower(): k for k in names}
         if name.lower() in lowered:
             close = [lowered[name.lower()]]
-    return f"; did you mean {close[0]!r}?" if close else ""
+    return close[0] if close else None
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` when a close match exists, else ``""``."""
+    close = closest(name, known)
+    return f"; did you mean {close!r}?" if close else ""
 
 
 class Registry(Generic[T]):
@@ -123,7 +130,7 @@ class Registry(Generic[T]):
         try:
             return self._items[name]
         except KeyError:
-            known = sorted(self._items)
+            known = self.listed()
             raise DefinitionError(
                 f"UNKNOWN_{self.kind.upper().replace(' ', '_')}",
                 f"unknown {self.kind} {name!r}; known: {', '.join(known) or '(none)'}"
@@ -139,6 +146,15 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         return sorted(self._items)
+
+    def listed(self) -> list[str]:
+        """The names offered to users (in errors, suggestions and listings): every name
+        but the :meth:`hidden` ones."""
+        return [n for n in sorted(self._items) if not self.hidden(n)]
+
+    def hidden(self, name: str) -> bool:
+        """Whether ``name`` is left out of :meth:`listed` (none is, unless a subclass says)."""
+        return False
 
     def origin(self, name: str) -> Origin:
         return self._origin[name]

@@ -107,7 +107,8 @@ def test_the_seams_for_plug_in_authors_are_pinned() -> None:
         "SystemClock", "Violation", "WorldView",
     ])
     assert sorted(harness_bt.plugins.__all__) == [
-        "Group", "Origin", "Registry", "did_you_mean", "load_group", "load_reference"]
+        "Group", "Origin", "Registry", "closest", "did_you_mean", "load_group",
+        "load_reference"]
     assert [g.value for g in harness_bt.plugins.Group] == [
         "harness_bt.skills", "harness_bt.executors", "harness_bt.evaluators",
         "harness_bt.perception", "harness_bt.nodes", "harness_bt.bridges",

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from harness_bt._version import __version__
+from harness_bt.cli.help import flags_take_no_value
 from harness_bt.errors import DefinitionError, HarnessError
 from harness_bt.plugins import Group, Origin, Registry
 
@@ -110,7 +111,8 @@ def _load_plugins() -> None:
             commands.register(info.name, info, origin=Origin("built in (harness_bt.cli)"))
 
     def warn(error: DefinitionError) -> None:
-        Console(stderr=True).print(f"[yellow]warning:[/] {error}", highlight=False)
+        Console(stderr=True, soft_wrap=True).print(f"[yellow]warning:[/] {error}",
+                                                   highlight=False)
 
     for name in commands.load(Group.COMMANDS, on_error=warn):
         target = commands.get(name)
@@ -124,9 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; a :class:`HarnessError` prints as one clear line and exits 1."""
     _load_plugins()
     try:
-        app(args=argv, prog_name="harness")
-    except HarnessError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        command = flags_take_no_value(typer.main.get_command(app))
+        command(args=argv, prog_name="harness")
+    except HarnessError as exc:  # one line per line of the message, wrapped by the terminal
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {exc}",
+                                                   highlight=False)
         return 1
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

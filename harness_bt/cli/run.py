@@ -18,8 +18,9 @@ import dataclasses
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console, Group
@@ -38,7 +39,7 @@ from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions, runtime_registry
 from harness_bt.spec import load_task
 
-__all__ = ["parse_inject", "render_summary", "resume", "run"]
+__all__ = ["parse_inject", "render_summary", "resume", "run", "why_text"]
 
 _OPEN = {CommandState.ACCEPTED, CommandState.RUNNING, CommandState.CANCELING,
          CommandState.EVALUATING, CommandState.RECONCILING, CommandState.UNKNOWN}
@@ -160,6 +161,10 @@ def render_summary(report: RunReport, console: Console) -> None:
                       str(e.commands), f"{e.sim_time_s:.1f}", f"{e.wall_s:.1f}",
                       f"{_fmt(percentile(lat, 50))}/{_fmt(percentile(lat, 99))}")
     console.print(table)
+    for e in report.episodes:  # why each episode that did not end done ended as it did
+        if e.reason != "done":
+            console.print(Text.assemble(f"episode {e.index} (seed {e.seed}): ",
+                                        (e.reason, "red"), why_text(e.why)), soft_wrap=True)
     data = report.to_dict()
     rate = report.success_rate
     sim_rate = report.sim_success_rate
@@ -168,19 +173,50 @@ def render_summary(report: RunReport, console: Console) -> None:
         f"success (task's own evaluation): [bold]{_pct(rate)}"
         f"[/]   simulator's metric: [bold]{_pct(sim_rate)}"
         f"[/]   false successes: [bold]{report.false_success_count}[/]   unknown: "
-        f"{report.unknown_count}")
+        f"{report.unknown_count}", soft_wrap=True)
     console.print(
         f"retries {data['retries']}, recoveries {data['recoveries']}, unknown verdicts "
         f"{data['unknown_verdicts']}, commands {data['commands']}, simulated "
         f"{data['sim_time_s']:.1f} s in {data['wall_s']:.1f} s wall; decision latency "
-        f"p50 {_fmt(lat['p50'], ' ms', 2)}, p99 {_fmt(lat['p99'], ' ms', 2)}"
-        + (f"; simulator's final metric {data['final_metric']}" if data["final_metric"] else ""))
+        f"p50 {_fmt(lat['p50'], ' ms', 2)}, p99 {_fmt(lat['p99'], ' ms', 2)}", soft_wrap=True)
+    if data["final_metric"]:
+        console.print(f"simulator's final metric: {json.dumps(data['final_metric'])}",
+                      soft_wrap=True, highlight=False)
     if report.final_metric_agrees is False:
         console.print("[yellow]note:[/] the simulator's final metric differs from the verdicts "
-                      "read from how each episode ended (did the server run other episodes?)")
+                      "read from how each episode ended (did the server run other episodes?)",
+                      soft_wrap=True)
     traces = [e.trace_path for e in report.episodes if e.trace_path]
     if traces:
-        console.print(f"trace: {', '.join(traces)}")
+        console.print(f"trace: {', '.join(traces)}", soft_wrap=True, highlight=False)
+
+
+_STOPPED = {"aborted_episode_ended": "the simulator ended the episode before the task ended",
+            "aborted_budget_exhausted": "the task's budget ran out",
+            "aborted_stalled": "every active phase is held: no transition can fire",
+            "aborted_fenced": "a newer harness took over the runtime",
+            "timeout": "the run's time limit", "max_ticks": "the run's tick limit"}
+
+
+def why_text(why: Mapping[str, Any] | None) -> str:
+    """One line of an episode's :func:`~harness_bt.run.why.why_not_done`: where it failed,
+    the reason, and the evidence as JSON (a traceback is left to the trace)."""
+    if not why:
+        return ""
+    if "stopped" in why:
+        head = _STOPPED.get(str(why["stopped"]), "stopped by the runner")
+    else:
+        head = " ".join(str(p) for p in (
+            f"in phase {why['phase']}" if why.get("phase") else "",
+            f"at {why['node']}" if why.get("node") else "",
+            why.get("reason") or "",
+            f"(command {why.get('command_reason')})" if why.get("command_reason") else "",
+            f"after {why['cause']}" if why.get("cause") else "") if p)
+    evidence = why.get("evidence")
+    if isinstance(evidence, Mapping) and "traceback" in evidence:
+        evidence = {k: v for k, v in evidence.items() if k != "traceback"}
+    text = json.dumps(evidence, default=str, ensure_ascii=False) if evidence else ""
+    return f": {head}" + (f": {text}" if text else "")
 
 
 def run(
@@ -309,9 +345,10 @@ def resume(
                                "(default: the run's trace name with .resumed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
 ) -> None:
-    """Finish a journaled run after the harness died: rebuild its state, take a new control
-    epoch, reconcile every command left in flight with the runtime, and go on from the
-    active phase; no completed command runs again."""
+    """Finish a journaled run after the harness died; no completed command runs again.
+
+    Rebuild its state, take a new control epoch, reconcile every command left in flight with
+    the runtime, and go on from the active phase."""
     durable = open_durable(journal)
     try:
         header = durable.header

@@ -56,7 +56,8 @@ def resolve_skills(ref: str | None) -> Any:
 
 
 def validate(
-    files: list[Path] = typer.Argument(..., help="Task files (YAML) to check.", exists=False),
+    files: list[Path] = typer.Argument(..., help="Task files to check (YAML, JSON, "
+                                       "BehaviorTree.CPP XML or Python).", exists=False),
     skills: str = typer.Option(None, "--skills", help=SKILLS_HELP),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
     set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
@@ -82,9 +83,10 @@ def validate(
             out.print(f"{path}: {len(report.errors)} error(s), {len(report.warnings)} "
                       "warning(s)", style="bold red", markup=False)
         else:
-            spec = checked.spec
-            assert spec is not None
-            out.print(f"{path}: OK ({spec.name}: {len(spec.phase_ids())} phases"
+            spec, task = checked.spec, checked.task
+            name, phases = (spec.name, len(spec.phase_ids())) if spec is not None else \
+                (task.name, len(task.specs))
+            out.print(f"{path}: OK ({name}: {phases} phases"
                       + (f", {len(report.warnings)} warning(s)" if report.warnings else "")
                       + ")", style="green", markup=False)
     raise typer.Exit(1 if failed else 0)

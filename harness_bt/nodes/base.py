@@ -64,6 +64,9 @@ class NodeManifest:
     status: Mapping[str, str] = field(default_factory=dict)  # SUCCESS/FAILURE/RUNNING meaning
     #: blackboard keys the node writes that no port names, as templates (``"{name}.cmd"``)
     writes: tuple[str, ...] = ()
+    #: a part of an idiom or a test stub: buildable, but left out of what users are offered
+    #: (the known names in errors, did-you-mean suggestions, listings)
+    internal: bool = False
 
     def port(self, name: str) -> Port | None:
         return next((p for p in self.ports if p.name == name), None)
@@ -76,6 +79,7 @@ class NodeManifest:
             "ports": [p.to_dict() for p in self.ports],
             "status": dict(self.status),
             **({"writes": list(self.writes)} if self.writes else {}),
+            **({"internal": True} if self.internal else {}),
         }
 
 

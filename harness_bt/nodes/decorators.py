@@ -147,6 +147,7 @@ class RecoveryGate(HarnessNode):
     MANIFEST = NodeManifest(
         "recovery_gate", "condition", "Recover only from a plain failure.", (),
         {"SUCCESS": "the attempt failed plainly", "FAILURE": "it ended unknown/exhausted"},
+        internal=True,
     )
 
     def update(self) -> Status:
@@ -171,6 +172,7 @@ class RecoveryGuard(HarnessNode, py_trees.decorators.Decorator):
         (Port("child", "tree", True),),
         {"SUCCESS": "recovery done", "FAILURE": "recovery failed (not retried)",
          "RUNNING": "recovery running"},
+        internal=True,
     )
 
     def update(self) -> Status:
@@ -193,6 +195,7 @@ class RecoveryDone(HarnessNode):
     MANIFEST = NodeManifest(
         "recovery_done", "action", "Hand control back to the attempt after a recovery.", (),
         {"FAILURE": "always: the attempt must run again"},
+        internal=True,
     )
 
     def update(self) -> Status:

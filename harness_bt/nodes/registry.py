@@ -99,7 +99,7 @@ def builtin_types() -> list[NodeType]:
                               {"FAILURE": "always"})),
         NodeType(_status(py_trees.behaviours.Running),
                  NodeManifest("running", "action", "Always RUNNING.", (),
-                              {"RUNNING": "always"})),
+                              {"RUNNING": "always"}, internal=True)),
         NodeType(_recover, NodeManifest(
             "recover", "idiom", "Attempt; on failure recover, then attempt again (budgeted).",
             (Port("attempt", "tree", True), Port("recovery", "tree", True),
@@ -136,6 +136,11 @@ class NodeRegistry(Registry[NodeType]):
 
     def manifests(self) -> dict[str, dict[str, Any]]:
         return {name: nt.manifest.to_dict() for name, nt in self.items()}
+
+    def hidden(self, name: str) -> bool:
+        """Internal node types (the parts of ``recover``, the always-RUNNING stub) are built
+        from documents but not offered in lists or suggestions."""
+        return name in self and self.get(name).manifest.internal
 
 
 

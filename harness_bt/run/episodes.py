@@ -3,7 +3,9 @@
 :func:`run_episodes` opens a runtime (an entry point of ``harness_bt.bridges``), and for each
 episode builds a fresh :class:`~harness_bt.run.runner.TaskRunner` (fresh ledger, world model and
 perception) on the runtime's simulation clock, ticks it once per simulator step until the task
-ends (or the simulator ends the episode first: outcome ``aborted_episode_ended``), then lets
+ends (or the simulator ends the episode first: outcome ``aborted_episode_ended``, stopped by
+the runner on the runtime's ``episode_ended`` notice before any tree sees the commands that
+the episode's end aborted), then lets
 the runtime hold the robot until the simulator gives its own verdict. The report puts the
 task's own evaluation beside the simulator's metric; a *false success* is an episode the
 harness judged SUCCEEDED that the simulator judged failed.
@@ -33,6 +35,7 @@ from harness_bt.phases import Task
 from harness_bt.plugins import Registry
 from harness_bt.run.resume import DurableRun
 from harness_bt.run.runner import TaskRunner
+from harness_bt.run.why import why_not_done
 from harness_bt.runtime.bridge import Ack, PollResult, RuntimeBridge, RuntimeStatus
 from harness_bt.runtime.episodes import (
     EpisodeRuntime,
@@ -87,6 +90,8 @@ class EpisodeReport:
     phases_visited: tuple[str, ...]
     trace_path: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    #: why it did not end ``done`` (:func:`~harness_bt.run.why.why_not_done`), else None
+    why: Mapping[str, Any] | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -115,6 +120,7 @@ class EpisodeReport:
                                     "p99": _ms(percentile(lat, 99)), "n": len(lat)},
             "phases_visited": list(self.phases_visited), "trace": self.trace_path,
             "details": dict(self.details),
+            "why": None if self.why is None else dict(self.why),
         }
 
 
@@ -378,6 +384,7 @@ def run_episodes(
                 sim_time_s=float(result.durations.get("total", 0.0)), wall_s=wall,
                 decision_latency_s=tuple(timed.latencies),
                 phases_visited=tuple(result.phases_visited), trace_path=path,
+                why=why_not_done(runner.trace.events, result.reason, result.command_reasons),
                 details={"final_state": result.final_state,
                          "command_reasons": {k: v for k, v in result.command_reasons.items()
                                              if result.commands[k] != "SUCCEEDED"},

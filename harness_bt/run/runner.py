@@ -250,7 +250,7 @@ class TaskRunner:
             self._tick_chart(now)
         if self.phase in ("running", "draining"):
             self.checkpoints.after_tick(self, now, self._transitions)
-        if self.phase == "draining" and (self._drained() or now >= self._drain_deadline):
+        if self.phase == "draining" and (not self._open() or now >= self._drain_deadline):
             self._finish(now)
 
     def stop(self, outcome: str = "aborted", reason: str = "aborted_stopped") -> None:
@@ -339,6 +339,8 @@ class TaskRunner:
                 ctx.emit("orphan_event", command_id=ev.command_id, event=ev.to_wire())
         for notice in res.notices:
             ctx.emit("notice", kind=notice.kind, worker_id=notice.worker_id, notice=notice.data)
+            if notice.kind == "episode_ended":  # before any tree sees the commands it ended
+                self.stop("aborted", "aborted_episode_ended")
 
     def _tick_chart(self, now: float) -> None:
         ctx = self.context
@@ -475,9 +477,6 @@ class TaskRunner:
     def _open(self) -> list[CommandRecord]:
         ids = self.context.command_phase
         return [r for r in self.ledger.active() if r.command_id in ids and r.state in _OPEN]
-
-    def _drained(self) -> bool:
-        return not self._open()
 
     def _finish(self, now: float) -> None:
         ctx = self.context

@@ -1,6 +1,8 @@
 """The behaviour trees of one run: one per atomic phase, built fresh for the run, every node
 bound to the run's context and its phase's scope, and every node's status tracked so the trace
-holds each change (a ``status`` event per phase and tick that changed any)."""
+holds each change (a ``status`` event per phase and tick that changed any). Nodes written
+outside harness-bt run guarded (:mod:`harness_bt.run.guard`): an exception in one ends it
+FAILED with the traceback in the trace."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import py_trees
 from harness_bt.context import PhaseScope, RunContext
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.base import HarnessNode, iter_nodes
+from harness_bt.run.guard import guard_node, is_user_node
 
 __all__ = ["RunTrees"]
 
@@ -42,7 +45,21 @@ class RunTrees:
                 fix="register the missing skills / evaluators or fix the names")
         for pid, nodes in self.nodes.items():
             for node in nodes:
-                node.setup(context=context, scope=scopes[pid])
+                if not is_user_node(node):
+                    node.setup(context=context, scope=scopes[pid])
+                    continue
+                try:
+                    node.setup(context=context, scope=scopes[pid])
+                except Exception as exc:
+                    where = getattr(node, "harness_path", node.name)
+                    problems.append(f"phase {pid}, node {where}: setup() raised "
+                                    f"{type(exc).__name__}: {exc}")
+                guard_node(node, context, scopes[pid])
+        if problems:
+            raise DefinitionError(
+                "INVALID_TASK", f"task {task!r}: {len(problems)} problem(s): "
+                + "; ".join(problems), details={"problems": problems},
+                fix="fix the setup() of the nodes named")
 
     def root_path(self, pid: str) -> str:
         return self.paths[pid][0]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness_bt.nodes.base import NodeManifest, Port
-from harness_bt.plugins import did_you_mean
+from harness_bt.plugins import closest, did_you_mean
 from harness_bt.spec.expr import ExprError, compile_expr
 from harness_bt.spec.library import Library, SubtreeDef
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, NodeModels, node_tag
@@ -207,7 +207,12 @@ class Expander:
                           f"{', '.join(known) or '(none)'}{did_you_mean(name, known)}",
                           doc, (*path, "subtree"),
                           "define it under 'subtrees:' or include the file that does")
-            return None
+            meant = closest(name, known)
+            if meant is None:
+                return None
+            # one misspelling, one error: the rest is checked with the subtree it meant (not
+            # reported unused, its blackboard writes seen); an erroneous document is never built
+            name, sub = meant, self.library.subtrees[meant]
         if name in stack:
             chain = " -> ".join([*stack, name])
             self._problem("SUBTREE_CYCLE", f"subtree {name!r} uses itself: {chain}", doc,

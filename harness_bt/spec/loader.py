@@ -17,17 +17,17 @@ from typing import Any
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.base import NodeType
 from harness_bt.phases import Task
-from harness_bt.plugins import Registry
+from harness_bt.plugins import Registry, did_you_mean
 from harness_bt.skill import SkillRegistry
 from harness_bt.spec.compile import compile_task, to_neutral
 from harness_bt.spec.dump import spec_to_data
 from harness_bt.spec.library import Library
 from harness_bt.spec.model import TaskSpec
-from harness_bt.spec.problems import Problem, Report, Severity
+from harness_bt.spec.problems import Problem, Report, Severity, SpecError
 from harness_bt.spec.readers import read_document
 from harness_bt.spec.readers.btcpp import read_btcpp, task_document
 from harness_bt.spec.readers.btcpp.write import export_xml
-from harness_bt.spec.readers.python import load_python
+from harness_bt.spec.readers.python import load_python, spec_from_task
 from harness_bt.spec.registries import GuardFn, Registries
 from harness_bt.spec.source import Document
 from harness_bt.spec.validate.check import Checked, check_document
@@ -47,10 +47,14 @@ def check_file(path: PathLike, *, nodes: NodeTypes | None = None,
                skills: SkillRegistry | None = None,
                guards: Mapping[str, GuardFn] | None = None,
                text: str | None = None, params: Params | None = None) -> Checked:
-    """Read and check one document file (``text``: its content, when not read from disk)
-    against the given registries (default: what is installed), its parameters bound to
-    ``params`` (name -> value, or text read by the declared type) over their defaults."""
+    """Read and check one task file of any format :data:`TASK_SUFFIXES` names (``text``: its
+    content, when not read from disk) against the given registries (default: what is
+    installed), its parameters bound to ``params`` (name -> value, or text read by the
+    declared type) over their defaults. A Python file is imported and the task it makes is
+    checked (:func:`~harness_bt.spec.readers.python.check_python`)."""
     registries = Registries.installed(nodes=nodes, skills=skills, guards=guards)
+    if Path(path).suffix.lower() == ".py" and text is None:
+        return _check_python(Path(path), registries, params)
     doc, problems = read_document(path, registries, text=text)
     if doc.format == "xml" and isinstance(doc.data, dict):
         try:  # a tree file: checked as the task it makes
@@ -59,6 +63,52 @@ def check_file(path: PathLike, *, nodes: NodeTypes | None = None,
         except DefinitionError as exc:
             problems = [*problems, Problem(exc.code, exc.message, doc.file, fix=exc.fix or "")]
     return check_document(doc, registries, problems=problems, params=params)
+
+
+def _check_python(file: Path, registries: Registries, params: Params | None) -> Checked:
+    """A Python task file: imported (:func:`load_python`), then the task it makes is checked.
+    A ``TaskSpec``, or a ``Task`` whose trees are node-spec dicts, goes through the document
+    checks (problems name document paths); a ``Task`` of Python tree factories was checked
+    when it was built, and here its trees are built and the skills they command looked up
+    (``Checked.task`` holds it, ``spec`` is None). A file that cannot be imported or makes no
+    task is one problem."""
+    here = Document(str(file), None, path=file, format="python")
+    made: TaskSpec | Task | None = None
+    try:
+        made = load_python(file, params=params)
+        spec = made if isinstance(made, TaskSpec) else spec_from_task(made)
+    except SpecError as exc:
+        return Checked(here, exc.report, None, Library(documents=[here]), registries)
+    except DefinitionError as exc:
+        if exc.code != "NOT_A_DOCUMENT" or not isinstance(made, Task):
+            problem = Problem(exc.code, exc.message, exc.where or str(file), fix=exc.fix or "")
+            return Checked(here, Report([problem]), None, Library(documents=[here]), registries)
+        return _check_built(made, here, registries)
+    doc = Document(str(file), spec_to_data(spec), path=file, format="python")
+    mine = {k: v for k, v in (params or {}).items() if isinstance(made, TaskSpec)
+            and k in spec.params}
+    return check_document(doc, registries, params=mine, origin="params")
+
+
+def _check_built(task: Task, doc: Document, registries: Registries) -> Checked:
+    """A task built from Python tree factories: its trees are built (every problem reported)
+    and each skill they command must be known."""
+    report = Report()
+    try:
+        used = task.skill_names(registries.nodes)
+    except DefinitionError as exc:
+        problems = (exc.details or {}).get("problems") or [exc.message]
+        report.extend(Problem("INVALID_TREE", str(p), doc.file,
+                              fix="fix the tree factory of the phase named") for p in problems)
+        used = set()
+    known = registries.skills.names() if registries.skills is not None else []
+    for name in sorted(used - set(known)) if registries.skills is not None else ():
+        report.add(Problem("UNKNOWN_SKILL", f"a tree of task {task.name!r} commands skill "
+                           f"{name!r}, which is not installed; known: {', '.join(known)}"
+                           f"{did_you_mean(name, known)}", doc.file,
+                           fix="use a known skill, or install the package that provides it"))
+    return Checked(doc, report, None, Library(documents=[doc]), registries,
+                   params=dict(task.params), task=task)
 
 
 def check_spec(spec: TaskSpec, *, base_dir: PathLike | None = None,
@@ -89,14 +139,27 @@ def _passed(checked: Checked) -> Checked:
     return checked
 
 
+def _document(checked: Checked) -> Checked:
+    """A checked file that has a document form (a Python file's task of tree factories has
+    none)."""
+    checked = _passed(checked)
+    if checked.spec is None and checked.task is not None:
+        raise DefinitionError(
+            "NOT_A_DOCUMENT", f"{checked.doc.file}: task {checked.task.name!r} is built from "
+            "Python tree factories, which have no document form", where=checked.doc.file,
+            fix="load it with load_task(), or write its trees as node-spec dicts "
+                "(harness_bt.spec.builder and harness_bt.spec.tree)")
+    return checked
+
+
 def load_spec(path: PathLike, *, nodes: NodeTypes | None = None,
               skills: SkillRegistry | None = None,
               guards: Mapping[str, GuardFn] | None = None,
               params: Params | None = None) -> TaskSpec:
     """The spec of a task document, once the whole file passed its checks (with ``params``
     bound, so a refused value is an error here too; the spec keeps its ``{name}`` uses)."""
-    checked = _passed(check_file(path, nodes=nodes, skills=skills, guards=guards,
-                                 params=params))
+    checked = _document(check_file(path, nodes=nodes, skills=skills, guards=guards,
+                                   params=params))
     assert checked.spec is not None
     return checked.spec
 
@@ -144,7 +207,7 @@ def build_task(spec: TaskSpec, *, base_dir: PathLike | None = None,
 
 def neutral_form(path: PathLike, **registries: Any) -> dict[str, Any]:
     """The neutral dict form of a task file (what :meth:`Task.from_dict` receives)."""
-    return to_neutral(_passed(check_file(path, **registries)))[0]
+    return to_neutral(_document(check_file(path, **registries)))[0]
 
 
 def import_btcpp(path: PathLike, *, tree: str | None = None, name: str | None = None,

@@ -11,17 +11,10 @@ from harness_bt.errors import DefinitionError
 from harness_bt.runtime.episodes import RunOptions
 from harness_bt.runtime.executor import load_executors
 from runtime_bridge.inproc.runtime import InProcRuntime
+from runtime_bridge.sim.config import DEFAULT_CAMERAS, DEFAULT_HOLD_STEPS
 
 __all__ = ["DEFAULT_CAMERAS", "DEFAULT_HOLD_STEPS", "open_runtime"]
 
-#: Two viewpoints at a modest resolution, rendered one per step in turn (software rendering is
-#: the simulator's bottleneck): an occluded or self-occluded view is answered a step later by
-#: the other camera.
-DEFAULT_CAMERAS = ("front:256x192:fov=40",
-                   "left:256x192:eye=0.85,-0.6,0.55:target=0.5,0,0.05:fov=45")
-#: The built-in simulator ends a successful episode once success has held this long (5 s), so
-#: the harness can judge the result itself before the episode rolls over.
-DEFAULT_HOLD_STEPS = 150
 _SIM_FAULTS = ("nudge", "slip", "occlude")
 _TRANSPORT_FAULTS = ("drop", "delay")
 

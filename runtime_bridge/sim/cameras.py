@@ -13,9 +13,9 @@ import math
 from typing import Any
 
 import numpy as np
-import pybullet as pb
 
 from runtime_bridge.sim.config import CameraSpec
+from runtime_bridge.sim.native import pb
 from runtime_bridge.sim.robot import HAND_LINK
 from runtime_bridge.sim.scene import Scene
 from runtime_bridge.sim.transforms import matrix_to_wxyz, rotation_matrix_wxyz

@@ -11,6 +11,8 @@ import typer
 from harness_bt.errors import DefinitionError
 from runtime_bridge.sim.config import (
     CAMERA_PRESETS,
+    DEFAULT_CAMERAS,
+    DEFAULT_HOLD_STEPS,
     CameraSpec,
     FaultRates,
     SimConfig,
@@ -52,22 +54,25 @@ def _value(text: str) -> object:
     return numbers if ("," in text or text.startswith("[")) else numbers[0]
 
 
-def _cameras(specs: list[str] | None, default: str) -> tuple[CameraSpec, ...]:
-    return tuple(parse_camera_spec(s) for s in (specs or [default]))
+def _cameras(specs: list[str] | None, default: tuple[str, ...]) -> tuple[CameraSpec, ...]:
+    return tuple(parse_camera_spec(s) for s in (specs or default))
 
 
 @app.command("serve")
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on (loopback by default)."),
     port: int = typer.Option(8087, help="TCP port (GenManip's default is 8087)."),
-    scene: list[str] = typer.Option(["pick_cube"], "--scene", help="Scene name or scene file, "
-                                    "repeatable (docs/scenes.md lists the library)."),
+    scene: list[str] = typer.Option(["pick_cube"], "--scene", "--task", help="Scene name or "
+                                    "scene file, repeatable (docs/scenes.md lists the library; "
+                                    "GenManip calls it a task)."),
     set_: list[str] = typer.Option(None, "--set", help="A scene parameter, NAME=VALUE, "
                                    "repeatable (e.g. target=green_cube)."),
     episodes: int = typer.Option(10, help="Seeds (episodes) per scene."),
     num_steps: int = typer.Option(600, help="Steps per episode before it times out."),
     seed: int = typer.Option(0, help="First layout seed."),
-    camera: list[str] = typer.Option(None, "--camera", help=_CAMERA_HELP),
+    camera: list[str] = typer.Option(None, "--camera", help=_CAMERA_HELP + "; default: "
+                                     "what harness run uses in-process, front and left at "
+                                     "256x192 (upstream: --camera front:640x480 --render all)"),
     token: str = typer.Option(None, envvar="HARNESS_SIM_TOKEN",
                               help="Require 'Authorization: Bearer TOKEN'."),
     fault_nudge: float = typer.Option(0.0, help="Per-episode probability: nudge the target."),
@@ -76,11 +81,12 @@ def serve(
     fault_drop: float = typer.Option(0.0, help="Per-/step probability: drop the answer."),
     fault_delay: float = typer.Option(0.0, help="Per-/step probability: delay the answer."),
     delay_s: float = typer.Option(0.5, help="How long a delayed answer waits (seconds)."),
-    success_hold_steps: int = typer.Option(None, help="Steps the success condition must hold "
-                                           "before the episode ends (default: the scene's own; "
-                                           "harness runs use 90)."),
-    render: str = typer.Option("all", help="all: every camera every step; round_robin: one "
-                               "camera per step in turn."),
+    success_hold_steps: int = typer.Option(
+        DEFAULT_HOLD_STEPS, min=1, help="Steps the success condition must hold before the "
+        "episode ends: long enough for a controller to judge the result itself before the "
+        "episode rolls over (as harness run in-process; upstream holds a few steps)."),
+    render: str = typer.Option("round_robin", help="round_robin: one camera per step in turn "
+                               "(as harness run in-process); all: every camera every step."),
     arm_meshes: str = typer.Option("simple", help=_ARM_MESHES_HELP),
     shm: bool = typer.Option(True, help="Offer the shared-memory fast path to harness-bt "
                              "clients on this host (segments under /dev/shm, removed on exit)."),
@@ -93,7 +99,7 @@ def serve(
     config = SimConfig(
         scenes=tuple(scene), params=parse_sets(set_), episodes=episodes, num_steps=num_steps,
         seed=seed,
-        cameras=_cameras(camera, "front:640x480"),
+        cameras=_cameras(camera, DEFAULT_CAMERAS),
         faults=FaultRates(nudge=fault_nudge, slip=fault_slip, occlude=fault_occlude,
                           drop=fault_drop, delay=fault_delay, delay_s=delay_s),
         success_hold_steps=success_hold_steps, render=render, arm_meshes=arm_meshes,
@@ -103,7 +109,9 @@ def serve(
                     "port can drive the robot", fg=typer.colors.YELLOW, err=True)
     app_ = create_sim_app(config, token=token, shm=shm)
     typer.echo(f"harness sim: scenes {', '.join(config.scenes)} x {episodes} seeds, "
-               f"{num_steps} steps, cameras {', '.join(c.name for c in config.cameras)}; "
+               f"{num_steps} steps, success held {config.success_hold_steps} steps, cameras "
+               f"{', '.join(f'{c.name}:{c.width}x{c.height}' for c in config.cameras)} "
+               f"({render}); "
                f"http://{host}:{port} (docs at /docs, results at /harness/results)")
     uvicorn.run(app_, host=host, port=port, log_level="warning")
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from harness_bt.errors import DefinitionError
 
-__all__ = ["ARM_MESHES", "CAMERA_PRESETS", "CameraSpec", "FaultRates", "SimConfig",
-           "parse_camera_spec"]
+__all__ = ["ARM_MESHES", "CAMERA_PRESETS", "DEFAULT_CAMERAS", "DEFAULT_HOLD_STEPS", "CameraSpec",
+           "FaultRates", "SimConfig", "parse_camera_spec"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +141,18 @@ class FaultRates:
     @property
     def any(self) -> bool:
         return any((self.nudge, self.slip, self.occlude, self.drop, self.delay))
+
+
+#: The cameras harness-bt runs with, in-process and served (``harness sim serve``): two
+#: viewpoints at a modest resolution, rendered one per step in turn (``render="round_robin"``:
+#: software rendering is the simulator's bottleneck); an occluded or self-occluded view is
+#: answered a step later by the other camera.
+DEFAULT_CAMERAS = ("front:256x192:fov=40",
+                   "left:256x192:eye=0.85,-0.6,0.55:target=0.5,0,0.05:fov=45")
+#: How long success must hold before harness-bt's simulator ends an episode (150 steps, 5 s),
+#: in-process and served: GenManip ends an episode inside ``/step`` as soon as it succeeds, so
+#: a controller that judges the result itself needs that time before the episode rolls over.
+DEFAULT_HOLD_STEPS = 150
 
 
 #: How the Panda is drawn: ``simple`` with each link's collision mesh (about 3,400 triangles in

@@ -16,10 +16,9 @@ import tempfile
 from dataclasses import dataclass
 
 import numpy as np
-import pybullet as pb
 import pybullet_data
-from pybullet_utils.bullet_client import BulletClient
 
+from runtime_bridge.sim.native import BulletClient, connect_direct, pb
 from runtime_bridge.sim.transforms import quat_angle, quat_mul, wxyz_to_xyzw, xyzw_to_wxyz
 
 __all__ = ["ARM_JOINTS", "FINGER_FORCE", "FINGER_FRICTION", "FINGER_JOINTS", "HOME", "TCP_LINK",
@@ -84,7 +83,7 @@ class _Kinematics:
     """A kinematic twin of the Panda (never stepped) for FK and IK from any joint vector."""
 
     def __init__(self) -> None:
-        self.client = BulletClient(connection_mode=pb.DIRECT)
+        self.client = connect_direct()
         self.body = _load_panda(self.client)
         info = [self.client.getJointInfo(self.body, j) for j in ARM_JOINTS]
         self.lower = np.array([i[8] for i in info])

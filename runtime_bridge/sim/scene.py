@@ -18,12 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pybullet as pb
 import pybullet_data
-from pybullet_utils.bullet_client import BulletClient
 
 from harness_bt.scene.model import COLOURS, ObjectSpec
 from harness_bt.scene.predicates import Cavity
+from runtime_bridge.sim.native import connect_direct, pb
 from runtime_bridge.sim.robot import FINGER_FORCE, FINGER_JOINTS, PandaArm
 from runtime_bridge.sim.transforms import xyzw_to_wxyz
 
@@ -111,7 +110,7 @@ class Scene:
 
     def __init__(self, *, substeps: int = 8, control_dt: float = 1.0 / 30.0,
                  arm_meshes: str = "simple") -> None:
-        self.client = BulletClient(connection_mode=pb.DIRECT)
+        self.client = connect_direct()
         self.client.setAdditionalSearchPath(pybullet_data.getDataPath())
         self.substeps = substeps
         self.control_dt = control_dt

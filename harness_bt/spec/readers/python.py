@@ -9,6 +9,7 @@ import inspect
 import json
 import os
 import sys
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,10 @@ def load_python(path: str | os.PathLike[str], *,
     sys.modules[name] = module
     try:
         module_spec.loader.exec_module(module)
+    except DefinitionError:
+        raise
+    except Exception as exc:
+        raise _raised(path, "importing it", exc) from exc
     finally:
         sys.modules.pop(name, None)
     given = dict(params or {})
@@ -69,7 +74,12 @@ def load_python(path: str | os.PathLike[str], *,
                     f"PARAMS declares ({', '.join(sorted(binding.values))}): {exc}",
                     fix="give the function a keyword parameter for each name in PARAMS"
                 ) from None
-            value = value(**binding.values)
+            try:
+                value = value(**binding.values)
+            except DefinitionError:
+                raise
+            except Exception as exc:
+                raise _raised(path, f"{attr}()", exc) from exc
         if isinstance(value, TaskSpec | Task):
             return _carry(value, binding, given, path)
     found = [v for v in vars(module).values() if isinstance(v, TaskSpec | Task)]
@@ -78,6 +88,16 @@ def load_python(path: str | os.PathLike[str], *,
     raise DefinitionError(
         "INVALID_TASK_FILE", f"{path}: found no task (looked for {', '.join(names)} and for one "
         "module-level TaskSpec or Task)", fix="define `def task() -> Task` (or TaskSpec)")
+
+
+def _raised(path: Path, what: str, exc: Exception) -> DefinitionError:
+    """The error for an exception the task file's own code raised: where in the file (its
+    deepest frame there) and what."""
+    line = next((f.lineno for f in reversed(traceback.extract_tb(exc.__traceback__))
+                 if Path(f.filename) == path), None)
+    return DefinitionError(
+        "INVALID_TASK_FILE", f"{path}: {what} raised {type(exc).__name__}: {exc}",
+        where=f"{path}:{line}" if line else str(path), fix="fix the error in the task file")
 
 
 def _bind(binding: Binding, given: dict[str, Any], path: Path, function: str) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness_bt.plugins import did_you_mean
+from harness_bt.plugins import closest, did_you_mean
 from harness_bt.spec.expr import ExprError, compile_expr
 from harness_bt.spec.problems import Problem, Severity
 from harness_bt.spec.source import DocPath, format_path
@@ -253,13 +253,23 @@ class _ChartChecks:
         if specs[top].kind == "history":  # misplaced (reported): start at the first phase
             top = next((p.id for p in self.phases if p.kind != "history"), top)
         enter(top)
+        unsure = False  # an unknown target close to no phase could have been meant for any
         while True:
             before = len(reached)
             for pid in list(reached):
                 for t in getattr(specs[pid], "transitions", ()):
-                    enter(t.target)
+                    if t.target in specs:
+                        enter(t.target)
+                        continue
+                    meant = closest(t.target, specs)  # one misspelling, one error: the
+                    if meant is None:                 # phase it meant is reached
+                        unsure = True
+                    else:
+                        enter(meant)
             if len(reached) == before:
                 break
+        if unsure:
+            return
         for p in self.at:  # the outermost unreachable phase stands for those inside it
             if p.phase.kind == "history":
                 if p.phase.id not in reached and all(a in reached for a in p.parents):

@@ -34,7 +34,9 @@ _WHERE = re.compile(r"^(?P<file>.*):(?P<line>\d+):(?P<col>\d+)$")
 @dataclass
 class Checked:
     """A checked document: the report, the spec (None when its skeleton is invalid), the
-    library of subtrees and guards it can use, and its parameters' values (name -> value)."""
+    library of subtrees and guards it can use, and its parameters' values (name -> value).
+    ``task``: a Python file's task built from tree factories, which has no document form
+    (``spec`` is then None)."""
 
     doc: Document
     report: Report
@@ -42,6 +44,7 @@ class Checked:
     library: Library
     registries: Registries = field(repr=False)
     params: dict[str, Any] = field(default_factory=dict)
+    task: Any = None
 
 
 def _budgets(spec: TaskSpec, doc: Document, registries: Registries) -> list[Problem]:

@@ -265,7 +265,7 @@ class Structure:
                     f" (got {_describe(value)})", "see the JSON Schema (harness schema)")
 
     def _node_type(self, value: Any, make: Callable[[str, str, str], Problem]) -> Problem:
-        known = self.registries.nodes.names()
+        known = self.registries.nodes.listed()
         if isinstance(value, dict) and "type" in value:
             return make("UNKNOWN_NODE_TYPE", f"unknown node type {value['type']!r}; known: "
                         f"{', '.join(known)}{did_you_mean(str(value['type']), known)}",

@@ -200,8 +200,8 @@ def test_every_problem_of_a_document_is_reported_at_once(tmp_path: Path) -> None
     codes = [p.split(" error ")[1].split(":")[0] for p in check(text, tmp_path)
              if " error " in p]
     assert codes == ["UNKNOWN_FIELD", "UNKNOWN_NODE_TYPE", "UNKNOWN_SKILL", "MISSING_PARAM",
-                     "INVALID_PARAMS", "UNKNOWN_EVENT", "UNKNOWN_TARGET", "UNKNOWN_GUARD",
-                     "UNREACHABLE_PHASE"]
+                     "INVALID_PARAMS", "UNKNOWN_EVENT", "UNKNOWN_TARGET", "UNKNOWN_GUARD"]
+    # the misspelt target 'dnoe' is one error: 'done', which it meant, is not unreachable
 
 
 def test_load_refuses_the_document_before_building_anything(tmp_path: Path) -> None:
@@ -290,3 +290,46 @@ def test_a_python_task_is_held_to_the_chart_rules_of_a_document(tmp_path: Path) 
     assert err.value.details["problems"] == [
         "UNREACHABLE_PHASE: phase 'lost' can never be entered: no transition leads to it from "
         "the initial phase 'work' (at phases[1].id)"]
+
+
+NAVIGATE = "{skill: navigate, name: go, params: {x_m: 1.0, y_m: 0.0}}"
+
+
+def test_a_misspelt_target_is_one_error_not_a_cascade_of_unreachable_phases(
+        tmp_path: Path) -> None:
+    problems = check(work(NAVIGATE, "    transitions:\n      - {event: succeeded, target: dnoe}\n"
+                          "      - {event: failed, target: aborted_work}\n"), tmp_path)
+    assert [p.split(" error ")[1].split(":")[0] for p in problems] == ["UNKNOWN_TARGET"]
+    assert "did you mean 'done'?" in problems[0]
+
+
+def test_a_phase_nothing_could_reach_is_still_reported_beside_a_misspelling(
+        tmp_path: Path) -> None:
+    text = work(NAVIGATE, "    transitions:\n      - {event: succeeded, target: dnoe}\n"
+                "      - {event: failed, target: aborted_work}\n") \
+        + "  - {id: aborted_never, kind: final}\n"
+    codes = [(p.split(" error ")[1].split(":")[0], p) for p in check(text, tmp_path)]
+    assert [c for c, _ in codes] == ["UNKNOWN_TARGET", "UNREACHABLE_PHASE"]
+    assert "phase 'aborted_never' can never be entered" in codes[1][1]
+
+
+def test_a_target_close_to_no_phase_reports_no_unreachable_phase(tmp_path: Path) -> None:
+    problems = check(work(NAVIGATE, "    transitions:\n      - {event: succeeded, target: xyzzy}\n"
+                          "      - {event: failed, target: aborted_work}\n"), tmp_path)
+    assert [p.split(" error ")[1].split(":")[0] for p in problems] == ["UNKNOWN_TARGET"]
+
+
+def test_a_misspelt_subtree_is_one_error_not_an_unused_subtree_and_an_unwritten_key(
+        tmp_path: Path) -> None:
+    text = ("name: demo\nsubtrees:\n  look_at: {type: observe, name: look, objects: [cup], "
+            "record: plan}\nphases:\n  - id: work\n    tree:\n      type: sequence\n"
+            "      name: s\n      children:\n        - {subtree: lok_at}\n"
+            "        - {type: check, name: still, objects: [cup], snapshot: plan}\n"
+            + TRANSITIONS + FINALS)
+    problems = check(text, tmp_path)
+    assert problems == [f"{tmp_path / 'task.yaml'}:10:21: error UNKNOWN_SUBTREE: unknown subtree "
+                        "'lok_at'; known: look_at; did you mean 'look_at'? (at phases[0].tree."
+                        "children[0].subtree); fix: define it under 'subtrees:' or include the "
+                        "file that does"]
+    fixed = check(text.replace("lok_at", "look_at"), tmp_path)
+    assert fixed == []

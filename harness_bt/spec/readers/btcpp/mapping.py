@@ -289,7 +289,7 @@ class TreeReader:
             return self.skill_leaf(el, skill, path)
         if node_type is not None:
             return self.typed_leaf(el, node_type, path)
-        known = [*SUPPORTED, *skills.names(), *nodes.names()]
+        known = [*SUPPORTED, *skills.names(), *nodes.listed()]
         self.problem("XML_UNKNOWN_NODE", f"<{tag}> is neither a supported BehaviorTree.CPP node "
                      "nor a registered skill or node type (looked for "
                      f"{' / '.join(map(repr, candidates))}){did_you_mean(snake(tag), known)}",
