@@ -34,7 +34,7 @@ def unit_of(name: str) -> str:
         if name.endswith(suffix):
             return unit
     if name.endswith("pose") or name == "target":
-        return "m (x, y, z [, qw, qx, qy, qz])"
+        return "m, + quaternion wxyz"
     if name == "joints":
         return "rad"
     return ""
@@ -131,12 +131,12 @@ class ParamInfo:
         return text
 
     def hint(self) -> str:
-        """``height_m: float = 0.12 in [0.03, 0.3] m``: how a fix hint names the field."""
+        """``height_m: float = 0.12 (in [0.03, 0.3] m)``: how a fix hint names the field."""
         text = f"{self.name}: {self.type}"
         if not self.required:
             text += f" = {self.default!r}"
         constraint = self.constraint_text()
-        return f"{text} {constraint}" if constraint else text
+        return f"{text} ({constraint})" if constraint else text
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "type": self.type, "required": self.required}
@@ -191,6 +191,6 @@ def describe_params(model: type[BaseModel]) -> list[ParamInfo]:
 
 
 def signature(model: type[BaseModel]) -> str:
-    """``LiftParams(object_id: str non-empty, height_m: float = 0.12 in [0.03, 0.3] m, ...)``:
+    """``LiftParams(object_id: str (non-empty), height_m: float = 0.12 (in [0.03, 0.3] m), ...)``:
     the model as a fix hint quotes it (required fields have no default)."""
     return f"{model.__name__}({', '.join(p.hint() for p in describe_params(model))})"

@@ -61,7 +61,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on (loopback by default)."),
     port: int = typer.Option(8087, help="TCP port (GenManip's default is 8087)."),
     scene: list[str] = typer.Option(["pick_cube"], "--scene", help="Scene name or scene file, "
-                                    "repeatable (docs/scenes.md lists the library)."),
+                                    "repeatable (harness scenes lists them)."),
     set_: list[str] = typer.Option(None, "--set", help="A scene parameter, NAME=VALUE, "
                                    "repeatable (e.g. target=green_cube)."),
     episodes: int = typer.Option(10, help="Seeds (episodes) per scene."),
