@@ -35,6 +35,8 @@ def unit_of(name: str) -> str:
             return unit
     if name.endswith("pose") or name == "target":
         return "m, + quaternion wxyz"
+    if name.endswith(("position", "goal")):
+        return "m"
     if name == "joints":
         return "rad"
     return ""

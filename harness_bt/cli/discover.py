@@ -246,7 +246,7 @@ def evaluators(
 ) -> None:
     """List the installed evaluators (what judges a skill's postconditions from observations)
     and the skills whose postconditions name each."""
-    skills_, evaluators_, executors = _installed()
+    skills_, evaluators_, _ = _installed()
     entries: list[EvaluatorEntry] = evaluator_entries(
         evaluators_, skill_entries(skills_, evaluators=evaluators_))
     if name is not None:

@@ -34,7 +34,7 @@ def _placeholder_too(prop: dict[str, Any]) -> dict[str, Any]:
     if prop.get("type") == "string" and not ({"enum", "const", "pattern", "maxLength"}
                                              & set(prop)):
         return prop
-    keep = {k: prop[k] for k in ("title", "description", "default") if k in prop}
+    keep: dict[str, Any] = {k: prop[k] for k in ("title", "description", "default") if k in prop}
     inner = {k: v for k, v in prop.items() if k not in keep}
     return {**keep, "anyOf": [inner, _PLACEHOLDER]}
 
