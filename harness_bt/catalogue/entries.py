@@ -198,7 +198,9 @@ def _variations(model: type[BaseModel], base: dict[str, Any]
         elif kind == "bool":
             others = [not current]
         elif current is None and not info.is_required():
-            others = _candidates(info)[:1]
+            for value in _candidates(info)[:1]:
+                yield f"{key} given", {**base, key: value}
+            continue
         else:
             continue
         for value in others:

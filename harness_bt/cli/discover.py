@@ -163,9 +163,9 @@ def skills(
     if name is not None:
         _skill_detail(out, entries[0])
         return
-    out.table(["skill", "params", "resources", "judged by", "package", "description"],
-              [[e.name, ", ".join(p.name for p in e.params) or "-", ", ".join(e.resources),
-                _evaluated_by(e), str(e.source), e.description] for e in entries],
+    out.table(["skill", "resources", "judged by", "package", "description"],
+              [[e.name, ", ".join(e.resources), _evaluated_by(e), str(e.source),
+                e.description] for e in entries],
               title=f"{len(entries)} skills (harness skills NAME describes one)")
 
 
