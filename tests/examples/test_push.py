@@ -171,3 +171,16 @@ def test_the_task_pushes_the_cube_on_the_built_in_simulator(push_package: Path) 
     assert (episode.outcome, episode.reason, episode.sim_success) == ("succeeded", "done",
                                                                       True)
     assert episode.phases_visited[:2] == ("observe", "push")
+
+
+def test_the_excerpts_docs_extending_quotes_are_in_the_package() -> None:
+    """A block of docs/extending.md marked as an excerpt of a file is that file's text."""
+    import re
+
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "extending.md").read_text(encoding="utf-8")
+    found = re.findall(r"<!-- not run: an excerpt of (\S+) -->\n```\w*\n(.*?)^```", page,
+                       re.S | re.M)
+    assert len(found) >= 3
+    stale = [path for path, text in found if text not in (root / path).read_text()]
+    assert stale == []
