@@ -18,7 +18,7 @@ from skills.geometry import DOWN, qmul, qnormalize, yaw_quat
 __all__ = ["FINGER_M", "PushExecutor"]
 
 #: From the TCP to the face of the closed fingers that meets the object.
-FINGER_M = 0.012
+FINGER_M = 0.03
 CLEAR_M = 0.07  # travel this high above the contact height
 TURN_RATE = math.radians(90.0)
 
