@@ -157,3 +157,12 @@ def test_scene_errors_point_at_harness_scenes() -> None:
 
     with pytest.raises(DefinitionError, match=r"harness scenes lists them"):
         find_scene("pick-cube")
+
+
+def test_harness_schema_gives_the_installed_skills_their_params(capsys):
+    status, out, _ = run(capsys, "schema")
+    assert status == 0
+    schema = json.loads(out)
+    lift = schema["$defs"]["Params_lift"]
+    assert lift["additionalProperties"] is False
+    assert lift["properties"]["height_m"]["anyOf"][0]["maximum"] == 0.3
