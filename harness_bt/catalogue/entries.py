@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 from harness_bt.catalogue.params import ParamInfo, describe_params
 from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.nodes.base import NodeManifest, NodeType
+from harness_bt.nodes.registry import INTERNAL_TYPES
 from harness_bt.plugins import Origin, Registry
 from harness_bt.skill import SkillContract, SkillRegistry
 
@@ -41,9 +42,9 @@ __all__ = [
     "source_of",
 ]
 
-#: Node types that are parts of idioms or test stand-ins (``recover`` builds the three
-#: ``recovery_*``; ``running`` never ends): kept out of the lists a user reads.
-INTERNAL_NODE_TYPES = frozenset({"recovery_gate", "recovery_guard", "recovery_done", "running"})
+#: Node types kept out of the lists a user reads (:data:`harness_bt.nodes.registry.
+#: INTERNAL_TYPES`: the parts idioms build, test stand-ins).
+INTERNAL_NODE_TYPES = INTERNAL_TYPES
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,11 @@ from harness_bt.nodes.poses import DerivePose
 from harness_bt.nodes.skill_action import SkillAction
 from harness_bt.plugins import Group, Origin, Registry
 
-__all__ = ["NodeRegistry", "builtin_types", "describe_tree"]
+__all__ = ["INTERNAL_TYPES", "NodeRegistry", "builtin_types", "describe_tree"]
+
+#: Node types that are parts of idioms or test stand-ins (``recover`` builds the three
+#: ``recovery_*``; ``running`` never ends): registered, but kept out of the lists a user reads.
+INTERNAL_TYPES = frozenset({"recovery_gate", "recovery_guard", "recovery_done", "running"})
 
 Behaviour = py_trees.behaviour.Behaviour
 

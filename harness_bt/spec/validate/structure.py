@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from harness_bt.nodes.registry import INTERNAL_TYPES
 from harness_bt.plugins import did_you_mean
 from harness_bt.spec.model import EVENTS, LibrarySpec, TaskSpec, phase_tag
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, node_tag
@@ -264,11 +265,11 @@ class Structure:
                     f" (got {_describe(value)})", "see the JSON Schema (harness schema)")
 
     def _node_type(self, value: Any, make: Callable[[str, str, str], Problem]) -> Problem:
-        known = self.registries.nodes.names()
+        known = [n for n in self.registries.nodes.names() if n not in INTERNAL_TYPES]
         if isinstance(value, dict) and "type" in value:
             return make("UNKNOWN_NODE_TYPE", f"unknown node type {value['type']!r}; known: "
                         f"{', '.join(known)}{did_you_mean(str(value['type']), known)}",
-                        "use a registered node type (harness schema lists them), or "
+                        "use a registered node type (harness nodes lists them), or "
                         "'skill: <name>' for a skill leaf")
         if isinstance(value, dict):
             return make("NODE_WITHOUT_TYPE", f"node {value.get('name')!r} has no 'type'",

@@ -119,3 +119,14 @@ def test_without_skills_the_schema_leaves_params_open() -> None:
 
     bare = task_schema(NodeRegistry(), SkillRegistry())
     assert not any(k.startswith("Params_") for k in bare["$defs"])
+
+
+def test_an_unknown_node_type_lists_no_internal_type(tmp_path: Path) -> None:
+    path = tmp_path / "task.yaml"
+    path.write_text(yaml.safe_dump(task({"type": "recovery", "name": "r"})))
+    (problem,) = check_file(path, skills=SKILLS).report.errors
+    assert problem.code == "UNKNOWN_NODE_TYPE"
+    known = problem.message.partition("known: ")[2].partition(";")[0].split(", ")
+    assert "recover" in known and "recovery_gate" not in known and "running" not in known
+    assert "did you mean 'recover'?" in problem.message
+    assert "harness nodes lists them" in problem.fix
