@@ -17,8 +17,12 @@ from skills.geometry import DOWN, qmul, qnormalize, yaw_quat
 
 __all__ = ["FINGER_M", "PushExecutor"]
 
-#: From the TCP to the face of the closed fingers that meets the object.
-FINGER_M = 0.03
+#: From the TCP to where the fingers meet the object, along the push (measured).
+FINGER_M = 0.005
+#: The fingers this far apart push: two contacts across the object's face keep it square to
+#: the push (closed fingers make one, and the object turns about it); narrower than any
+#: object it pushes, so it cannot slip between them.
+PUSH_WIDTH_M = 0.03
 CLEAR_M = 0.07  # travel this high above the contact height
 TURN_RATE = math.radians(90.0)
 
@@ -58,8 +62,8 @@ class PushExecutor(SegmentExecutor):
         travel = self.per_step(0.25)
         out: list[Segment] = []
         width = obs.gripper_width
-        if width is None or width > 0.01:
-            out.append(Fingers("close", 0.0, planned_from=width))
+        if width is None or abs(width - PUSH_WIDTH_M) > 0.004:
+            out.append(Fingers("set", PUSH_WIDTH_M, planned_from=width))
         if here[2] < high - 0.02:
             up = np.array([here[0], here[1], high])
             out.append(CartesianMove("rise", up, None, step_m=travel, tolerance_m=0.02,

@@ -6,6 +6,7 @@ down."""
 from __future__ import annotations
 
 import json
+import re
 from importlib.metadata import EntryPoint
 from typing import Any
 
@@ -166,3 +167,12 @@ def test_harness_schema_gives_the_installed_skills_their_params(capsys):
     lift = schema["$defs"]["Params_lift"]
     assert lift["additionalProperties"] is False
     assert lift["properties"]["height_m"]["anyOf"][0]["maximum"] == 0.3
+
+
+def test_on_a_terminal_the_lists_are_tables(capsys, monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")  # rich: behave as on a terminal
+    monkeypatch.setenv("COLUMNS", "160")
+    status, out, _ = run(capsys, "skills")
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    assert status == 0
+    assert "┃ skill" in plain and "│ lift" in plain
