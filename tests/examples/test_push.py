@@ -92,16 +92,16 @@ def test_a_push_asks_the_evaluator_for_the_goal_within_the_tolerance() -> None:
                                               "tolerance_m": 0.02}}]
 
 
-def test_the_executor_closes_the_hand_goes_behind_the_object_and_pushes_to_the_goal() -> None:
+def test_the_executor_sets_the_fingers_goes_behind_the_object_and_pushes_to_the_goal() -> None:
     from harness_push import PushExecutor
 
     executor = PushExecutor(command(PARAMS))
     segments = executor.plan(obs())
-    assert [s.name for s in segments] == ["close", "over", "down", "push", "settle",
+    assert [s.name for s in segments] == ["fingers", "over", "down", "push", "settle",
                                           "back off", "up"]
     down, push = segments[2], segments[3]
-    assert np.allclose(down.goal, [0.5 - 0.032 - 0.03, 0.0, 0.02])  # behind, at the centre
-    assert np.allclose(push.goal, [0.6 - 0.032, 0.0, 0.02])  # the near face at the goal
+    assert np.allclose(down.goal, [0.5 - 0.025 - 0.03, 0.0, 0.02])  # behind, at the centre
+    assert np.allclose(push.goal, [0.6 - 0.025, 0.0, 0.02])  # the near face at the goal
     assert math.isclose(push.step_m, 0.06 / 30)
 
 

@@ -2,7 +2,7 @@
 in the world before it is sent, how long it may take, and what an evaluator must confirm after.
 
 A push slides an object across the table to ``goal`` (its centre there, x and y) with the
-closed hand: the hand goes down behind the object, moves through it towards the goal, backs
+fingertips: the hand goes down behind the object, moves through it towards the goal, backs
 off and rises. The object's pose comes from the harness's world model (``objects:
 {object_pose: ...}`` in a task), the goal from a ``derive_pose`` (``inputs: {goal: ...}``), so
 a second push after a short one starts from where the object now is and still aims at the
@@ -36,7 +36,7 @@ Position = Annotated[list[float], AfterValidator(_position_or_pose)]
 
 class PushParams(BaseModel):
     """Slide ``object_id`` (now at ``object_pose``) until its centre is at ``goal`` (x, y),
-    pushing it with the closed hand at ``speed_mps``; judged within ``tolerance_m``."""
+    pushing it with the fingertips at ``speed_mps``; judged within ``tolerance_m``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -104,4 +104,4 @@ PUSH = Skill(
                         stop_timeout_ms=1_000, progress_timeout_ms=2_000, retry_safe=True,
                         needs_fresh_observation_ms=500,
                         cancel=CancelBehaviour.STOP_AND_HOLD),
-    description="slide an object across the table to a goal with the closed hand")
+    description="slide an object across the table to a goal with the fingertips")

@@ -1,6 +1,6 @@
 """The ``push`` skill's executor (runtime side), on the motion segments of the ``skills``
-package: close the hand, go over the point behind the object (turned so the fingers face the
-push), down to the object's centre height, through the object towards the goal at the push
+package: set the fingers 3 cm apart, go over the point behind the object (turned so both
+fingers face the push), down to the object's centre height, through the object towards the goal at the push
 speed, back off, up. Open loop: it sees the observations and the command's params only, and
 the evaluator judges where the object ended; a short push is pushed again by the task."""
 
@@ -28,8 +28,8 @@ TURN_RATE = math.radians(90.0)
 
 
 def _facing(ux: float, uy: float) -> np.ndarray:
-    """The hand pointing down, its fingers closing across the push (the two closed fingers
-    side by side make the widest face); of the two such yaws, the one nearer zero."""
+    """The hand pointing down, its fingers closing across the push (both fingertips meet the
+    object's face); of the two such yaws, the one nearer zero."""
     yaw = math.atan2(uy, ux)
     if yaw > math.pi / 2:
         yaw -= math.pi
@@ -63,7 +63,7 @@ class PushExecutor(SegmentExecutor):
         out: list[Segment] = []
         width = obs.gripper_width
         if width is None or abs(width - PUSH_WIDTH_M) > 0.004:
-            out.append(Fingers("set", PUSH_WIDTH_M, planned_from=width))
+            out.append(Fingers("fingers", PUSH_WIDTH_M, planned_from=width))
         if here[2] < high - 0.02:
             up = np.array([here[0], here[1], high])
             out.append(CartesianMove("rise", up, None, step_m=travel, tolerance_m=0.02,
