@@ -1,8 +1,9 @@
 """The ``push`` skill's executor (runtime side), on the motion segments of the ``skills``
 package: set the fingers 3 cm apart, go over the point behind the object (turned so both
-fingers face the push), down to the object's centre height, through the object towards the goal at the push
-speed, back off, up. Open loop: it sees the observations and the command's params only, and
-the evaluator judges where the object ended; a short push is pushed again by the task."""
+fingers face the push), down to the object's centre height, through the object towards the
+goal at the push speed, back off, up. Open loop: it sees the observations and the command's
+params only, and the evaluator judges where the object ended; a push that ends off the goal
+is pushed again by the task."""
 
 from __future__ import annotations
 
