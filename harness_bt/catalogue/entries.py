@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
@@ -288,7 +288,7 @@ class EvaluatorEntry:
 
 
 def evaluator_entries(evaluators: EvaluatorRegistry,
-                      skills: list[SkillEntry] = ()) -> list[EvaluatorEntry]:  # type: ignore[assignment]
+                      skills: Sequence[SkillEntry] = ()) -> list[EvaluatorEntry]:
     """Every evaluator, with the skills (of ``skills``) whose postconditions name it."""
     users: dict[str, list[str]] = {}
     for entry in skills:
