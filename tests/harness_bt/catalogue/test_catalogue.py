@@ -92,3 +92,19 @@ def test_internal_node_types_are_left_out_unless_asked() -> None:
     assert set(every) - public == {"recovery_gate", "recovery_guard", "recovery_done",
                                    "running"}
     assert all(every[name] for name in set(every) - public)
+
+
+def test_a_scene_that_does_not_load_is_listed_with_its_problems(tmp_path) -> None:
+    from harness_bt.catalogue.scenes import scene_entries
+    from harness_bt.plugins import Registry
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nobjects:\n  cube: {shape: sphere, size: 0.04}\n")
+    registry: Registry[object] = Registry("scene")
+    registry.register("bad", bad)
+    registry.register("gone", tmp_path / "missing.yaml")
+    entries = {e.name: e for e in scene_entries(registry)}
+    assert entries["bad"].spec is None and entries["bad"].problems
+    assert "shape" in entries["bad"].problems[0]
+    assert entries["bad"].success_text() == "(does not load)"
+    assert entries["gone"].to_dict()["problems"]
