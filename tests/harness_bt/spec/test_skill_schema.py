@@ -12,6 +12,8 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness_bt.spec import check_file
 from harness_bt.spec.schema import task_schema
@@ -130,3 +132,34 @@ def test_an_unknown_node_type_lists_no_internal_type(tmp_path: Path) -> None:
     assert "recover" in known and "recovery_gate" not in known and "running" not in known
     assert "did you mean 'recover'?" in problem.message
     assert "harness nodes lists them" in problem.fix
+
+
+def loader_accepts(data: Any) -> bool:
+    from harness_bt.nodes import NodeRegistry
+    from harness_bt.spec import Document
+    from harness_bt.spec.registries import Registries
+    from harness_bt.spec.validate.check import check_document
+
+    registries = Registries(nodes=NodeRegistry(), skills=SKILLS)
+    return not check_document(Document("task.yaml", copy.deepcopy(data)), registries
+                              ).report.errors
+
+
+PARAM_NAMES = st.sampled_from(["height_m", "speed_mps", "settle_s", "object_width_m",
+                               "object_id", "object_pose", "heigth_m", "force"])
+PARAM_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-2, 2),
+                         st.floats(-1.0, 1.0, allow_nan=False), st.text(max_size=3),
+                         st.lists(st.floats(0.0, 1.0), max_size=8))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(changes=st.dictionaries(PARAM_NAMES, PARAM_VALUES, max_size=3),
+       drop_objects=st.booleans())
+def test_schema_and_loader_agree_on_random_params_of_a_skill(changes: dict[str, Any],
+                                                             drop_objects: bool) -> None:
+    node = copy.deepcopy(LIFT)
+    node["params"].update(changes)
+    if drop_objects:
+        del node["objects"]
+    data = task(node)
+    assert (schema_errors(data) == []) == loader_accepts(data), (changes, drop_objects)
