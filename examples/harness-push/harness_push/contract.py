@@ -20,9 +20,11 @@ from harness_bt.skill import CancelBehaviour, Lifecycle, Postcondition, Skill, V
 from harness_bt.world import WorldView
 from skills import checks
 
-__all__ = ["PUSH", "PushParams", "contact_height", "push_line"]
+__all__ = ["FINGER_M", "PUSH", "PushParams", "contact_height", "push_line"]
 
 MAX_PUSH_M = 0.25  # longer pushes drift sideways: split them
+#: From the TCP to where the fingers meet the object, along the push (measured).
+FINGER_M = 0.005
 
 
 def _position_or_pose(value: list[float]) -> list[float]:
@@ -83,7 +85,7 @@ def _check(p: PushParams, world: WorldView) -> list[Violation]:
                              f"a push goes at most {MAX_PUSH_M} m", code="PUSH_TOO_LONG",
                              value=[round(float(v), 3) for v in p.goal[:2]],
                              fix="push in several steps, or pick and place it"))
-    back = (p.object_width_m / 2 + p.approach_gap_m + 0.012)
+    back = p.object_width_m / 2 + p.approach_gap_m + FINGER_M
     z = contact_height(p)
     out += checks.check_position("params.object_pose", [x - ux * back, y - uy * back, z],
                                  what="the point behind the object")

@@ -12,14 +12,12 @@ import math
 import numpy as np
 
 from harness_bt.runtime.observation import Observation
-from harness_push.contract import PushParams, contact_height, push_line
+from harness_push.contract import FINGER_M, PushParams, contact_height, push_line
 from skills.executors import CartesianMove, Dwell, Fingers, Segment, SegmentExecutor
 from skills.geometry import DOWN, qmul, qnormalize, yaw_quat
 
-__all__ = ["FINGER_M", "PushExecutor"]
+__all__ = ["PUSH_WIDTH_M", "PushExecutor"]
 
-#: From the TCP to where the fingers meet the object, along the push (measured).
-FINGER_M = 0.005
 #: The fingers this far apart push: two contacts across the object's face keep it square to
 #: the push (closed fingers make one, and the object turns about it); narrower than any
 #: object it pushes, so it cannot slip between them.
