@@ -10,10 +10,11 @@ PYTEST_ARGS ?=
 
 setup: $(STAMP) system-deps
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg pyproject.toml examples/harness-push/setup.cfg
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e examples/harness-push
 	@touch $@
 
 # $(call need,CHECK,PACKAGE,WHAT,BREW): when the shell test CHECK fails, install the Debian
@@ -47,8 +48,9 @@ test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: setup
-	$(BIN)/ruff check harness_bt skills runtime_bridge tests
+	$(BIN)/ruff check harness_bt skills runtime_bridge tests examples
 	$(BIN)/mypy
+	$(BIN)/mypy examples/harness-push/harness_push
 
 bench: setup
 	@for b in tests/benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -4,6 +4,7 @@ made, one way to start a process of the project and wait until it is ready."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import subprocess
@@ -139,3 +140,36 @@ def processes() -> Iterator[Processes]:
 def python(*args: str) -> list[str]:
     """A command line running this project's Python with ``args``."""
     return [sys.executable, *args]
+
+
+# ---------------------------------------------------------------------------- example packages
+#: The example packages under examples/ are installed into the test environment: ``make
+#: setup`` does it; when one is missing (a virtualenv made otherwise), the session installs it
+#: once with pip (editable, no dependencies) and puts it on the path.
+PUSH = ROOT / "examples" / "harness-push"
+
+
+def ensure_installed(package: Path, module: str) -> None:
+    """``module`` importable and its distribution's entry points visible."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        distribution(package.name)
+        importlib.import_module(module)
+        return
+    except (PackageNotFoundError, ImportError):
+        pass
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--disable-pip-version-check", "-e", str(package)], check=True,
+                   timeout=600)
+    if str(package) not in sys.path:  # the editable finder is read at start-up only
+        sys.path.insert(0, str(package))
+    importlib.invalidate_caches()
+    importlib.import_module(module)
+
+
+@pytest.fixture(scope="session")
+def push_package() -> Path:
+    """The harness-push example package, installed; its folder."""
+    ensure_installed(PUSH, "harness_push")
+    return PUSH

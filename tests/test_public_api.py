@@ -117,3 +117,25 @@ def test_the_seams_for_plug_in_authors_are_pinned() -> None:
     for module in (harness_bt.seams, harness_bt.plugins):
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)
+
+
+def test_catalogue_exports_are_pinned() -> None:
+    import harness_bt.catalogue.entries
+    import harness_bt.catalogue.params
+    import harness_bt.catalogue.scenes
+    import harness_bt.spec.skill_schema
+
+    assert sorted(harness_bt.catalogue.params.__all__) == [
+        "ParamInfo", "describe_params", "signature", "unit_of"]
+    assert sorted(harness_bt.catalogue.entries.__all__) == sorted([
+        "INTERNAL_NODE_TYPES", "EvaluatorEntry", "NodeEntry", "PostconditionEntry",
+        "SkillEntry", "Source", "evaluator_entries", "node_entries", "skill_entries",
+        "source_of"])
+    assert sorted(harness_bt.catalogue.scenes.__all__) == ["SceneEntry", "scene_entries",
+                                                           "size_text"]
+    assert sorted(harness_bt.spec.skill_schema.__all__) == ["SKILL_NODES", "add_skill_params",
+                                                            "params_schema"]
+    for module in (harness_bt.catalogue.params, harness_bt.catalogue.entries,
+                   harness_bt.catalogue.scenes, harness_bt.spec.skill_schema):
+        for name in module.__all__:
+            assert hasattr(module, name), (module.__name__, name)

@@ -48,7 +48,7 @@ README_LIMIT = 10_000
 
 #: What a page's working directory links from the repository.
 LINKED = ("harness_bt", "skills", "runtime_bridge", "trees", "tests", "notebooks", "docs",
-          "README.md", "setup.cfg", "pyproject.toml", "Makefile")
+          "examples", "README.md", "setup.cfg", "pyproject.toml", "Makefile")
 #: ``harness`` subcommands that start a simulator, a server or a run: never in a unit test.
 NOT_IN_TESTS = {"run", "runtime", "sim"}
 MARKER_KEYS = {"not run", "file", "skills", "fails validation"}
@@ -266,7 +266,8 @@ class PageRunner:
 
 @pytest.fixture
 def page_runner(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                monkeypatch: pytest.MonkeyPatch) -> Iterator[PageRunner]:
+                monkeypatch: pytest.MonkeyPatch, push_package: Path) -> Iterator[PageRunner]:
+    """A page's runner; the example packages the pages walk through are installed."""
     modules = set(sys.modules)
     yield PageRunner(link_repository(tmp_path), capsys, monkeypatch)
     for name in set(sys.modules) - modules:  # the page's own modules (waving, ...)
@@ -392,8 +393,8 @@ def test_every_dotted_name_in_the_docs_exists() -> None:
     assert missing == [], "names the docs cite that do not exist:\n" + "\n".join(missing)
 
 
-PATH = re.compile(r"(?<![\w./-])((?:harness_bt|skills|runtime_bridge|trees|tests|notebooks|docs)"
-                  r"/[\w./*-]*[\w*])")
+PATH = re.compile(r"(?<![\w./-])((?:harness_bt|skills|runtime_bridge|trees|tests|notebooks|docs|"
+                  r"examples)/[\w./*-]*[\w*])")
 LINK = re.compile(r"\]\(([^)\s#]*)(?:#([^)\s]*))?\)")
 
 

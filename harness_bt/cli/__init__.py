@@ -78,6 +78,7 @@ def example(
         console.print(f"trace: {trace} ({len(runner.trace.events)} events)")
 
 
+from harness_bt.cli import discover as _discover  # noqa: E402
 from harness_bt.cli import export as _export  # noqa: E402
 from harness_bt.cli import run as _run  # noqa: E402
 from harness_bt.cli import spec as _spec  # noqa: E402
@@ -92,6 +93,10 @@ app.command("replay")(_viz.replay)
 app.command("export")(_export.export)
 app.command("run")(_run.run)
 app.command("resume")(_run.resume)
+app.command("skills")(_discover.skills)
+app.command("nodes")(_discover.nodes)
+app.command("evaluators")(_discover.evaluators)
+app.command("scenes")(_discover.scenes)
 
 
 _plugins_loaded = False

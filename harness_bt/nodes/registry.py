@@ -22,7 +22,7 @@ from harness_bt.nodes.poses import DerivePose
 from harness_bt.nodes.skill_action import SkillAction
 from harness_bt.plugins import Group, Origin, Registry
 
-__all__ = ["NodeRegistry", "builtin_types", "describe_tree"]
+__all__ = ["INTERNAL_TYPES", "NodeRegistry", "builtin_types", "describe_tree"]
 
 Behaviour = py_trees.behaviour.Behaviour
 
@@ -119,6 +119,12 @@ def builtin_types() -> list[NodeType]:
         _leaf(flow.Timeout), _leaf(flow.Delay), _leaf(flow.Repeat), _leaf(flow.ForceSuccess),
         _leaf(flow.ForceFailure), _leaf(flow.KeepRunningUntilFailure),
     ]
+
+
+#: The built-in node types whose manifest says ``internal`` (``recover`` builds the three
+#: ``recovery_*``; ``running`` never ends): registered, but kept out of the lists a user reads.
+INTERNAL_TYPES = frozenset(nt.manifest.type_name for nt in builtin_types()
+                           if nt.manifest.internal)
 
 
 class NodeRegistry(Registry[NodeType]):

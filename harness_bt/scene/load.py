@@ -120,7 +120,7 @@ def find_scene(ref: str | os.PathLike[str], *, registry: Registry[Any] | None = 
     known = registry.names()
     raise DefinitionError("UNKNOWN_SCENE", f"unknown scene {text!r}; known: "
                           f"{', '.join(known)}{did_you_mean(text, known)}", where=text,
-                          fix="name a registered scene (docs/scenes.md describes the library) "
+                          fix="name a registered scene (harness scenes lists them) "
                               "or the path of a scene file")
 
 
@@ -141,7 +141,7 @@ class _Checker:
         data = self.doc.data
         if not isinstance(data, dict):
             self.problem("NOT_A_SCENE", "a scene document is a mapping (name, objects, ...)",
-                         (), "start from a scene of the library (runtime_bridge/sim/library/)")
+                         (), "start from a scene of the library (harness scenes NAME --json)")
             return None
         for path, value in self.doc.walk():
             if isinstance(value, float) and not math.isfinite(value):

@@ -1,6 +1,7 @@
 """The JSON Schema of the task format (for editor completion and for other tools), made from
 the same pydantic models the loader validates with: the task skeleton, and one node model per
-registered node type (their ports from the manifests, skill names when skills are known)."""
+registered node type (their ports from the manifests, skill names when skills are known), and
+each known skill's params (:mod:`harness_bt.spec.skill_schema`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from harness_bt.skill import SkillRegistry
 from harness_bt.spec.model import LibrarySpec, TaskSpec
 from harness_bt.spec.nodes import resolve_node_refs
 from harness_bt.spec.registries import Registries
+from harness_bt.spec.skill_schema import add_skill_params
 
 __all__ = ["BUILTIN_SCHEMA", "SCHEMA_DIALECT", "builtin_schema", "render_schema", "task_schema"]
 
@@ -33,7 +35,7 @@ def task_schema(nodes: NodeRegistry | None = None, skills: SkillRegistry | None 
                            "title": "harness-bt task library" if library else "harness-bt task"}
     out.update((k, v) for k, v in schema.items() if k != "title")
     out["$defs"] = dict(sorted(defs.items()))
-    return out
+    return add_skill_params(out, registries.skills)
 
 
 def render_schema(schema: dict[str, Any]) -> str:

@@ -63,7 +63,7 @@ def open_runtime(options: RunOptions) -> InProcRuntime:
     if options.scene is None:
         raise DefinitionError(
             "NO_SCENE", f"task {options.task!r} names no scene for the built-in simulator",
-            fix="add 'scene: NAME' to the task (docs/scenes.md lists the library), or pass --scene "
+            fix="add 'scene: NAME' to the task (harness scenes lists them), or pass --scene "
                 "NAME_OR_FILE")
     from harness_bt.scene import load_scene
 

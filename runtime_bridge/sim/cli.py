@@ -63,7 +63,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on (loopback by default)."),
     port: int = typer.Option(8087, help="TCP port (GenManip's default is 8087)."),
     scene: list[str] = typer.Option(["pick_cube"], "--scene", "--task", help="Scene name or "
-                                    "scene file, repeatable (docs/scenes.md lists the library; "
+                                    "scene file, repeatable (harness scenes lists them; "
                                     "GenManip calls it a task)."),
     set_: list[str] = typer.Option(None, "--set", help="A scene parameter, NAME=VALUE, "
                                    "repeatable (e.g. target=green_cube)."),

@@ -212,7 +212,7 @@ class SimConfig:
                                   "scene's own)", fix="use e.g. 90 (3 s)")
         if not self.scenes:
             raise DefinitionError("BAD_SIM_CONFIG", "no scene given",
-                                  fix="pass --scene pick_cube (docs/scenes.md lists the library)")
+                                  fix="pass --scene pick_cube (harness scenes lists them)")
         if self.episodes < 1 or self.num_steps < 1 or self.substeps < 1:
             raise DefinitionError("BAD_SIM_CONFIG", f"episodes={self.episodes}, num_steps="
                                   f"{self.num_steps}, substeps={self.substeps} must all be >= 1",

@@ -13,6 +13,7 @@ from typing import Any
 import py_trees
 from pydantic import BaseModel, ValidationError
 
+from harness_bt.catalogue.params import signature
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.base import NodeType
 from harness_bt.plugins import did_you_mean
@@ -60,16 +61,9 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _type_text(annotation: Any) -> str:
-    name = getattr(annotation, "__name__", None)
-    text = str(annotation) if name is None or "[" in str(annotation) else name
-    return text.replace("typing.", "")
-
-
 def _model_help(model: type[BaseModel]) -> str:
-    fields = ", ".join(f"{n}: {_type_text(f.annotation)}" + ("" if f.is_required() else " = ...")
-                       for n, f in model.model_fields.items())
-    return f"{model.__name__}({fields})"
+    """The params model with every field's type, default, range and unit."""
+    return signature(model)
 
 
 class _NodeChecks:

@@ -269,7 +269,7 @@ class Structure:
         if isinstance(value, dict) and "type" in value:
             return make("UNKNOWN_NODE_TYPE", f"unknown node type {value['type']!r}; known: "
                         f"{', '.join(known)}{did_you_mean(str(value['type']), known)}",
-                        "use a registered node type (harness schema lists them), or "
+                        "use a registered node type (harness nodes lists them), or "
                         "'skill: <name>' for a skill leaf")
         if isinstance(value, dict):
             return make("NODE_WITHOUT_TYPE", f"node {value.get('name')!r} has no 'type'",

@@ -187,7 +187,8 @@ def test_import_problems_point_into_the_xml(tmp_path: Path) -> None:
         f"{path}:3:5: error MISSING_PARAM: skill 'navigate' needs param 'y_m' and "
         "act_and_evaluate 'navigate' does not give it (at subtrees.Main.params); fix: give it in "
         "params (a value), inputs (a blackboard key) or objects (an object's pose); see "
-        "NavigateParams(x_m: float, y_m: float, yaw_rad: float = ..., landmark: str = ...)"]
+        "NavigateParams(x_m: float (m), y_m: float (m), yaw_rad: float = 0.0 (rad), "
+        "landmark: str = 'cup')"]
     path.write_text(wrap('    <Navigate x_m="far" y_m="0"/>'))
     with pytest.raises(SpecError, match="x_m='far': could not convert string to float"):
         import_btcpp(path, skills=example_skills())

@@ -176,8 +176,8 @@ def test_a_substituted_value_of_the_wrong_type_is_reported_where_it_is_used(
     assert errors(check(tmp_path, task(GO.replace('"near {where}"', '"{x}"')))) == [
         "task.yaml:7:104: error INVALID_PARAMS: param landmark of skill 'navigate' in "
         "act_and_evaluate 'go': Input should be a valid string (got 1.6) (at "
-        "phases[0].tree.params.landmark); fix: see NavigateParams(x_m: float, y_m: float, "
-        "yaw_rad: float = ..., landmark: str = ...)"]
+        "phases[0].tree.params.landmark); fix: see NavigateParams(x_m: float (m), "
+        "y_m: float (m), yaw_rad: float = 0.0 (rad), landmark: str = 'cup')"]
 
 
 def test_a_bad_default_is_reported_at_the_default(tmp_path: Path) -> None:
