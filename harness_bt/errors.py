@@ -55,6 +55,11 @@ class HarnessError(Exception):
             text += f"; {self.fix}"
         return text
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its fields, not by calling __init__ again (subclasses take other
+        # arguments): an error raised in a worker process reaches the parent whole.
+        return (_restore, (type(self), self.args, dict(self.__dict__)))
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view, for traces and HTTP error bodies."""
         out: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -65,6 +70,14 @@ class HarnessError(Exception):
         if self.details:
             out["details"] = self.details
         return out
+
+
+def _restore(cls: type[HarnessError], args: tuple[Any, ...], state: dict[str, Any]
+             ) -> HarnessError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class DefinitionError(HarnessError):
