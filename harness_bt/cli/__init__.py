@@ -77,6 +77,7 @@ def example(
         console.print(f"trace: {trace} ({len(runner.trace.events)} events)")
 
 
+from harness_bt.cli import eval as _eval  # noqa: E402
 from harness_bt.cli import run as _run  # noqa: E402
 from harness_bt.cli import spec as _spec  # noqa: E402
 from harness_bt.cli import viz as _viz  # noqa: E402
@@ -88,6 +89,8 @@ app.command("viz")(_viz.viz)
 app.command("replay")(_viz.replay)
 app.command("run")(_run.run)
 app.command("resume")(_run.resume)
+app.command("eval", cls=_eval.OptionalRayCommand)(_eval.eval_)
+app.command("compare", cls=_eval.OptionalRayCommand)(_eval.compare)
 
 
 _plugins_loaded = False
