@@ -11,6 +11,7 @@ than A (the gate a change to a task must pass), else 0.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -33,6 +34,7 @@ from harness_bt.cli.run import parse_inject
 from harness_bt.cli.spec import SET_HELP, parse_set
 from harness_bt.errors import DefinitionError
 from harness_bt.eval.driver import EvalRun
+from harness_bt.eval.episode import DEFAULT_EPISODE_FN
 from harness_bt.eval.plan import EpisodeSpec
 from harness_bt.eval.report import build_report, episode_list, write_replays, write_report
 from harness_bt.eval.session import EvalConfig, EvalResult, run_evaluation
@@ -48,15 +50,19 @@ _RAY_HELP = ("Run episodes as Ray tasks: --ray alone starts a local Ray instance
 
 
 class OptionalRayCommand(TyperCommand):
-    """A command whose ``--ray`` takes an optional value (``--ray`` alone means a local Ray
-    instance), which typer cannot declare."""
+    """A command whose ``--ray`` takes an optional value, which typer cannot declare:
+    ``--ray`` alone (last, or before another option or an existing file) means a local Ray
+    instance and reads as ``--ray ""``."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for param in self.params:
-            if param.name == "ray":
-                param._flag_needs_value = True  # type: ignore[attr-defined]
-                param.flag_value = ""  # type: ignore[attr-defined]
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        out: list[str] = []
+        for i, arg in enumerate(args):
+            out.append(arg)
+            if arg == "--ray":
+                nxt = args[i + 1] if i + 1 < len(args) else None
+                if nxt is None or nxt.startswith("-") or Path(nxt).is_file():
+                    out.append("")
+        return super().parse_args(ctx, out)  # type: ignore[no-any-return]
 
 
 class _Bar:
@@ -130,13 +136,16 @@ def eval_(
     num_steps: int = typer.Option(None, "--num-steps", help="Simulator steps per episode "
                                   "(default: the scene's)."),
     as_json: bool = typer.Option(False, "--json", help="Print episodes and summary as JSON."),
+    episode_fn: str = typer.Option(DEFAULT_EPISODE_FN, "--episode-fn", hidden=True,
+                                   help="module:function a worker runs per episode (tests)."),
 ) -> None:
     """Evaluate task files over many episodes, in parallel, resumably; report with intervals."""
     from harness_bt.eval.stats import summarize
 
     began = time.time()
-    config = _config(tasks, episodes, seed, scene, set_, inject, workers, ray, sim, out, trace,
-                     num_steps)
+    config = dataclasses.replace(
+        _config(tasks, episodes, seed, scene, set_, inject, workers, ray, sim, out, trace,
+                num_steps), episode_fn=episode_fn)
     result = _run(config, not as_json)
     replays = write_replays(result.rows, out) if trace else {}
     title = "evaluation: " + ", ".join(dict.fromkeys(s.task for s in result.specs))

@@ -113,8 +113,9 @@ class ResultsStore:
             if name in values and values[name] is not None:
                 values[name] = int(bool(values[name]))
         names = [n for n in COLUMNS if n in values]
-        sql = (f"INSERT OR IGNORE INTO episodes ({', '.join(names)}) "
-               f"VALUES ({', '.join('?' for _ in names)})")
+        sql = (f"INSERT INTO episodes ({', '.join(names)}) "
+               f"VALUES ({', '.join('?' for _ in names)}) "
+               "ON CONFLICT (digest, condition, episode) DO NOTHING")
         try:
             cur = self._db.execute(sql, [values[n] for n in names])
         except sqlite3.IntegrityError as exc:
