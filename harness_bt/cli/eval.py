@@ -110,8 +110,10 @@ def _meta(config: EvalConfig, result: EvalResult, began: float) -> dict[str, Any
     where = (f"Ray {config.ray or '(local)'}" if config.ray is not None
              else f"GenManip server {config.sim_url}" if config.sim_url
              else "local processes")
-    return {"episodes": len(result.rows), "seeds": f"{config.seed}..{config.seed + config.episodes - 1}"
-            if not config.sim_url else "the server's", "workers": f"{config.workers} ({where})",
+    last = config.seed + config.episodes - 1
+    return {"episodes": len(result.rows),
+            "seeds": f"{config.seed}..{last}" if not config.sim_url else "the server's",
+            "workers": f"{config.workers} ({where})",
             "ran now": result.run.recorded, "recorded before": result.run.skipped,
             "worker crashes": len(result.run.crashes), "wall": f"{time.time() - began:.0f} s"}
 

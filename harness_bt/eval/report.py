@@ -22,7 +22,7 @@ from harness_bt.errors import HarnessError
 if TYPE_CHECKING:
     from harness_bt.eval.stats import Comparison
 
-__all__ = ["FAILED", "build_report", "episode_list", "write_report", "write_replays"]
+__all__ = ["FAILED", "build_report", "episode_list", "write_replays", "write_report"]
 
 #: Outcomes that count as failures in the report (everything but success).
 FAILED = ("failed", "aborted", "max_ticks", "worker_crashed", "error")
@@ -74,8 +74,8 @@ def _details(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def write_replays(rows: list[Mapping[str, Any]], out_dir: Path) -> dict[str, str]:
-    """A replay page per failed (or falsely successful) episode that has a trace: episode key -> path relative to
-    ``out_dir``. A trace that cannot be drawn is left without a page (the report says so)."""
+    """A replay page per failed (or falsely successful) episode that has a trace: episode key
+    -> path relative to ``out_dir``. A trace that cannot be drawn is left without a page."""
     from harness_bt.viz.html import replay_html
 
     pages: dict[str, str] = {}

@@ -1,12 +1,13 @@
 """Local worker processes: the default way ``harness eval`` runs its episodes.
 
-A :class:`ProcessPool` keeps ``workers`` processes (started with ``spawn``: no simulator state
-is inherited), each running one episode at a time. The driver hands a worker an
-:class:`~harness_bt.eval.plan.EpisodeSpec` as JSON over a pipe and reads its result rows back
-as JSON (nothing crossing the pipe is unpickled). A worker that dies (killed, out of memory, a
-crash in native code) is noticed through its process sentinel: its episode comes back as a
-``crashed`` event and a fresh process takes its place on the next submit. Workers die with the
-driver (``PR_SET_PDEATHSIG`` on Linux), so a killed driver leaves no episode running.
+A :class:`ProcessPool` keeps ``workers`` processes (``python -m harness_bt.eval.worker``, fresh
+interpreters: no simulator state is inherited), each running one episode at a time. The
+driver writes a worker an :class:`~harness_bt.eval.plan.EpisodeSpec` as a JSON line on its
+stdin and reads its messages back as JSON lines (nothing crossing the pipes is unpickled). A
+worker that dies (killed, out of memory, a crash in native code) is noticed by the end of its
+stdout: its episode comes back as a ``crashed`` event and a fresh process takes its place on
+the next submit. Workers die with the driver (``PR_SET_PDEATHSIG`` on Linux), so a killed
+driver leaves no episode running.
 
 The pool protocol (:class:`Pool`) is shared with :class:`~harness_bt.eval.ray_pool.RayPool`:
 ``free`` slots, ``submit(spec)``, ``wait()`` for the next :class:`Event` s, ``close()``.
@@ -15,13 +16,12 @@ The pool protocol (:class:`Pool`) is shared with :class:`~harness_bt.eval.ray_po
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import multiprocessing.connection
 import os
-import signal
+import subprocess
 import sys
 import traceback
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -60,22 +60,24 @@ class Pool(Protocol):
     def close(self) -> None: ...
 
 
-def run_in_worker(spec: EpisodeSpec, episode_fn: str,
-                  skip: Collection[str] = ()) -> list[dict[str, Any]]:
-    """What a worker does with a spec: messages (``row`` / ``error``) as JSON-ready dicts, the
-    last one ``done`` (or ``error``). Shared by processes and Ray tasks."""
+def run_in_worker(spec: EpisodeSpec, episode_fn: str, skip: Collection[str] = (), *,
+                  emit: Callable[[dict[str, Any]], None] | None = None
+                  ) -> list[dict[str, Any]]:
+    """What a worker does with a spec: its messages (``row`` / ``error``) as JSON-ready dicts,
+    the last one ``done`` (or ``error``). Shared by processes and Ray tasks. ``emit``: send
+    each row of a server worker the moment it is there (instead of in the list)."""
     out: list[dict[str, Any]] = []
     try:
         if spec.sim_url is not None:
             skipped = set(skip)
-            out.extend({"kind": "row", "row": row}
-                       for row in run_server_episodes(spec, skip=skipped.__contains__))
+            for row in run_server_episodes(spec, skip=skipped.__contains__):
+                (emit or out.append)({"kind": "row", "row": row})
         else:
             out.append({"kind": "row", "row": resolve(episode_fn)(spec)})
     except HarnessError as exc:
         out.append({"kind": "error", "code": exc.code, "detail": str(exc)})
         return out
-    except Exception as exc:  # noqa: BLE001 - any failure of one episode is that episode's
+    except Exception as exc:
         last = traceback.extract_tb(exc.__traceback__)[-1:]
         where = f" at {last[0].filename}:{last[0].lineno}" if last else ""
         out.append({"kind": "error", "code": type(exc).__name__,
@@ -85,45 +87,16 @@ def run_in_worker(spec: EpisodeSpec, episode_fn: str,
     return out
 
 
-def _die_with_parent() -> None:
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PDEATHSIG
-
-
-def _worker_main(conn: multiprocessing.connection.Connection, episode_fn: str,
-                 parent: int) -> None:
-    _die_with_parent()
-    if os.getppid() != parent:  # the driver died before the signal was armed
-        os._exit(1)
-    os.dup2(2, 1)  # native libraries print on stdout; the driver's stdout is the report
-    while True:
-        try:
-            message = orjson.loads(conn.recv_bytes())
-        except (EOFError, OSError):
-            return
-        spec = EpisodeSpec.from_dict(message["spec"])
-        if spec.sim_url is None:
-            for item in run_in_worker(spec, episode_fn):
-                conn.send_bytes(orjson.dumps(item))
-            continue
-        try:  # a server worker streams its rows as they come
-            for row in run_server_episodes(spec, skip=set(message.get("skip", ())).__contains__):
-                conn.send_bytes(orjson.dumps({"kind": "row", "row": row}))
-            conn.send_bytes(orjson.dumps({"kind": "done"}))
-        except HarnessError as exc:
-            conn.send_bytes(orjson.dumps({"kind": "error", "code": exc.code,
-                                          "detail": str(exc)}))
-
-
 @dataclass
 class _Slot:
-    process: Any
-    conn: multiprocessing.connection.Connection
+    process: subprocess.Popen[bytes]
     spec: EpisodeSpec | None = None
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    buffer: bytearray = field(default_factory=bytearray)
+
+    @property
+    def fd(self) -> int:
+        assert self.process.stdout is not None
+        return self.process.stdout.fileno()
 
 
 class ProcessPool:
@@ -134,7 +107,6 @@ class ProcessPool:
             raise ValueError("workers must be at least 1")
         self.workers = workers
         self.episode_fn = episode_fn
-        self._ctx = multiprocessing.get_context("spawn")
         self._slots: list[_Slot] = []
         self.started = 0  # processes started, replacements included
 
@@ -143,16 +115,14 @@ class ProcessPool:
         return self.workers - sum(s.spec is not None for s in self._slots)
 
     def pids(self) -> list[int]:
-        return [s.process.pid for s in self._slots if s.process.is_alive()]
+        return [s.process.pid for s in self._slots if s.process.poll() is None]
 
     def _spawn(self) -> _Slot:
-        ours, theirs = self._ctx.Pipe(duplex=True)
-        process = self._ctx.Process(target=_worker_main, name="harness-eval-worker",
-                                    args=(theirs, self.episode_fn, os.getpid()), daemon=True)
-        process.start()
-        theirs.close()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "harness_bt.eval.worker", str(os.getpid()), self.episode_fn],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
         self.started += 1
-        slot = _Slot(process, ours)
+        slot = _Slot(process)
         self._slots.append(slot)
         return slot
 
@@ -163,55 +133,69 @@ class ProcessPool:
                 raise RuntimeError("no free worker: submit only while free > 0")
             slot = self._spawn()
         slot.spec = spec
-        slot.conn.send_bytes(orjson.dumps({"spec": spec.to_dict(), "skip": sorted(skip)}))
+        assert slot.process.stdin is not None
+        with contextlib.suppress(OSError):  # it died: wait() reads its end, reports a crash
+            slot.process.stdin.write(orjson.dumps({"spec": spec.to_dict(),
+                                                   "skip": sorted(skip)}) + b"\n")
 
     def wait(self) -> list[Event]:
-        """Block until some worker has news; return it."""
+        """Block until some worker has news (a message, or its end); return it."""
         busy = [s for s in self._slots if s.spec is not None]
         if not busy:
             return []
-        ready = multiprocessing.connection.wait(
-            [s.conn for s in busy] + [s.process.sentinel for s in busy])
+        ready = set(multiprocessing.connection.wait([s.fd for s in busy]))
         events: list[Event] = []
         for slot in busy:
-            if slot.conn in ready:
+            if slot.fd in ready:
                 events.extend(self._read(slot))
-            elif slot.process.sentinel in ready and slot.spec is not None:
-                events.extend(self._read(slot))  # what it sent before it died, then the death
         return events
 
     def _read(self, slot: _Slot) -> list[Event]:
-        events: list[Event] = []
         spec = slot.spec
         assert spec is not None
-        try:
-            while slot.conn.poll():
-                item = orjson.loads(slot.conn.recv_bytes())
-                kind = item["kind"]
-                if kind == "row":
-                    events.append(Event("row", spec, row=item["row"]))
-                    continue
-                events.append(Event(kind, spec, detail=item.get("detail", ""),
-                                    code=item.get("code", "")))
-                slot.spec = None
-                return events
-        except (EOFError, OSError):
-            pass
-        if not slot.process.is_alive() or slot.conn.closed:
-            slot.process.join(timeout=5)
-            code = slot.process.exitcode
-            events.append(Event("crashed", spec, detail=f"worker pid {slot.process.pid} died "
-                                f"(exit code {code})"))
-            slot.conn.close()
-            self._slots.remove(slot)
+        chunk = os.read(slot.fd, 1 << 20)
+        slot.buffer.extend(chunk)
+        events: list[Event] = []
+        while b"\n" in slot.buffer and slot.spec is not None:
+            line, _, rest = bytes(slot.buffer).partition(b"\n")
+            slot.buffer[:] = rest
+            item = orjson.loads(line)
+            if item["kind"] == "row":
+                events.append(Event("row", spec, row=item["row"]))
+                continue
+            events.append(Event(item["kind"], spec, detail=item.get("detail", ""),
+                                code=item.get("code", "")))
+            slot.spec = None
+        if not chunk:  # the end of its stdout: the worker is gone
+            code = slot.process.wait()
+            if slot.spec is not None:
+                events.append(Event("crashed", spec, detail=f"worker pid {slot.process.pid} "
+                                    f"died (exit code {code})"))
+            self._end(slot)
         return events
 
+    def _end(self, slot: _Slot) -> None:
+        for stream in (slot.process.stdin, slot.process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        if slot.process.poll() is None:
+            slot.process.kill()
+        slot.process.wait()
+        if slot in self._slots:
+            self._slots.remove(slot)
+
     def close(self) -> None:
-        for slot in self._slots:
-            slot.conn.close()
-        for slot in self._slots:
-            slot.process.join(timeout=5)
-            if slot.process.is_alive():
+        """End every worker: stdin closed (an idle worker exits), a busy one killed."""
+        for slot in list(self._slots):
+            if slot.process.stdin is not None:
+                with contextlib.suppress(OSError):
+                    slot.process.stdin.close()
+            if slot.spec is not None:
                 slot.process.kill()
-                slot.process.join()
-        self._slots.clear()
+        for slot in list(self._slots):
+            try:
+                slot.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                slot.process.kill()
+            self._end(slot)
