@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from harness_bt._version import __version__
 from harness_bt.errors import DefinitionError, HarnessError
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         app(args=argv, prog_name="harness")
     except HarnessError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         return 1
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
