@@ -213,6 +213,8 @@ def compare(
     trace: bool = typer.Option(True, "--trace/--no-trace", help="Keep each episode's trace."),
     num_steps: int = typer.Option(None, "--num-steps", help="Simulator steps per episode."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    episode_fn: str = typer.Option(DEFAULT_EPISODE_FN, "--episode-fn", hidden=True,
+                                   help="module:function a worker runs per episode (tests)."),
 ) -> None:
     """Run two versions of a task on the same seeds and faults; exact McNemar test."""
     from harness_bt.eval.stats import compare_paired, summarize
@@ -221,11 +223,18 @@ def compare(
     if task_a.resolve() == task_b.resolve():
         raise DefinitionError("INVALID_OPTION", f"A and B are the same file ({task_a})",
                               fix="compare two versions: harness compare OLD.yaml NEW.yaml")
+    from harness_bt.eval.plan import task_digest
+
+    if task_a.is_file() and task_b.is_file() and task_digest(task_a) == task_digest(task_b):
+        raise DefinitionError("INVALID_OPTION", f"{task_a} and {task_b} have the same content "
+                              "(and the same included documents): nothing to compare",
+                              fix="compare two different versions of the task")
     if not 0.0 < alpha < 1.0:
         raise DefinitionError("INVALID_OPTION", f"--alpha {alpha}: between 0 and 1",
                               fix="pass --alpha 0.05")
-    config = _config([task_a, task_b], episodes, seed, scene, set_, inject, workers, ray, None,
-                     out, trace, num_steps)
+    config = dataclasses.replace(
+        _config([task_a, task_b], episodes, seed, scene, set_, inject, workers, ray, None, out,
+                trace, num_steps), episode_fn=episode_fn)
     result = _run(config, not as_json)
     label_a, label_b = task_a.stem, task_b.stem
     digest_a = next(s.digest for s in result.specs if s.task == label_a)

@@ -103,7 +103,7 @@ class Comparison:
         data = asdict(self)
         data["difference"] = round(self.difference, 4)
         data["difference_interval"] = [round(v, 4) for v in self.difference_interval]
-        data["p_value"] = float(f"{self.p_value:.6g}")
+        data["p_value"] = float(self.p_value)
         return data
 
 

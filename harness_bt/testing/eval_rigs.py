@@ -5,7 +5,8 @@ calls them.
   divisible by 3 fail), so the driver, the store and the pools can be tested without a
   simulator. With ``HARNESS_EVAL_RIG_GATE=PATH`` (or ``extra["gate"]``) in the worker's
   environment, episodes from seed ``HARNESS_EVAL_RIG_GATE_FROM`` (default 2) wait until PATH
-  exists: a driver can be killed while they are in flight.
+  exists: a driver can be killed while they are in flight. The task named by
+  ``HARNESS_EVAL_RIG_WORSE`` (or ``extra["worse"]``) also fails every even seed.
 - :func:`crashing_episode`: kills its own worker process (SIGKILL) mid-episode. Seeds in
   ``extra["crash_once"]`` do it on their first attempt only (a marker file in
   ``extra["marker_dir"]`` remembers it, across processes and Ray workers), seeds in
@@ -33,7 +34,8 @@ def quick_episode(spec: EpisodeSpec) -> dict[str, Any]:
     if gate and spec.seed >= gate_from:
         while not Path(gate).exists():
             time.sleep(0.02)  # a worker waiting for its test to let it go
-    ok = spec.seed % 3 != 0
+    worse = spec.extra.get("worse") or os.environ.get("HARNESS_EVAL_RIG_WORSE")
+    ok = spec.seed % 3 != 0 and not (worse == spec.task and spec.seed % 2 == 0)
     return {
         "task": spec.task, "digest": spec.digest, "condition": spec.condition,
         "episode": str(spec.seed), "seed": spec.seed, "scene": spec.scene,

@@ -79,7 +79,7 @@ def test_an_unreachable_cluster_is_refused_with_a_fix(monkeypatch: pytest.Monkey
         raise ConnectionError(f"could not reach {kwargs.get('address')}")
 
     monkeypatch.setattr(ray, "init", refuse)
-    with pytest.raises(DefinitionError, match="RAY_UNREACHABLE: --ray 10.0.0.9:6379: Ray did "
-                       "not start or connect: could not reach 10.0.0.9:6379") as err:
+    with pytest.raises(DefinitionError, match=r"RAY_UNREACHABLE: --ray 10\.0\.0\.9:6379: Ray "
+                       r"did not start or connect: could not reach 10\.0\.0\.9:6379") as err:
         RayPool(2, address="10.0.0.9:6379")
     assert "ray status" in str(err.value)
