@@ -62,7 +62,7 @@ class OptionalRayCommand(TyperCommand):
                 nxt = args[i + 1] if i + 1 < len(args) else None
                 if nxt is None or nxt.startswith("-") or Path(nxt).is_file():
                     out.append("")
-        return super().parse_args(ctx, out)  # type: ignore[no-any-return]
+        return super().parse_args(ctx, out)
 
 
 class _Bar:

@@ -51,7 +51,7 @@ def resolve(name: str) -> EpisodeFn:
     if not callable(fn):
         raise DefinitionError("UNKNOWN_EPISODE_FN", f"{name!r} is not a function",
                               fix="name it module:function")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 def _ms(seconds: float | None) -> float | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,14 +37,14 @@ def episode_list(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             for r in rows]
 
 
-def _group(rows: list[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
+def _group(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
     out: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in rows:
         out.setdefault((r["task"], r["condition"]), []).append(r)
     return out
 
 
-def _details(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _details(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for (task, condition), group in sorted(_group(rows).items()):
         failures: Counter[tuple[str, str]] = Counter(
@@ -73,7 +73,7 @@ def _details(rows: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def write_replays(rows: list[Mapping[str, Any]], out_dir: Path) -> dict[str, str]:
+def write_replays(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> dict[str, str]:
     """A replay page per failed (or falsely successful) episode that has a trace: episode key
     -> path relative to ``out_dir``. A trace that cannot be drawn is left without a page."""
     from harness_bt.viz.html import replay_html
@@ -102,7 +102,7 @@ def _key(r: Mapping[str, Any]) -> str:
     return f"{r['digest']}/{r['condition']}/{r['episode']}"
 
 
-def build_report(rows: list[Mapping[str, Any]], *, title: str,
+def build_report(rows: Sequence[Mapping[str, Any]], *, title: str,
                  comparisons: Iterable[Comparison] = (),
                  replays: Mapping[str, str] | None = None,
                  meta: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -130,7 +130,8 @@ class ResultsStore:
         """Recorded episodes (optionally of some task digests and one condition), in a stable
         order (task, condition, seed, episode id)."""
         sql = f"SELECT {', '.join(COLUMNS)} FROM episodes"
-        where, args = [], []  # type: ignore[var-annotated]
+        where: list[str] = []
+        args: list[Any] = []
         if digests is not None:
             ds = list(digests)
             where.append(f"digest IN ({', '.join('?' for _ in ds)})")
