@@ -68,14 +68,15 @@ def _trace(spec: EpisodeSpec, episode: str) -> str | None:
 
 
 def row_from_report(spec: EpisodeSpec, episode: str, report: EpisodeReport,
-                    phase_times: Mapping[str, float]) -> dict[str, Any]:
+                    phase_times: Mapping[str, float], scene: str | None = None
+                    ) -> dict[str, Any]:
     """The results store's row for one finished episode."""
     lat = list(report.decision_latency_s)
     visited = [p for p in report.phases_visited if p != report.details.get("final_state")]
     return {
         "task": spec.task, "digest": spec.digest, "condition": spec.condition,
         "episode": episode, "seed": report.seed if spec.sim_url is None else None,
-        "scene": spec.scene, "outcome": report.outcome, "reason": report.reason,
+        "scene": scene or spec.scene, "outcome": report.outcome, "reason": report.reason,
         "last_phase": visited[-1] if visited else None,
         "sim_success": report.sim_success, "sim_ended_by": report.sim_ended_by,
         "false_success": report.false_success, "unknown": report.unknown,
@@ -126,7 +127,8 @@ def run_episode(spec: EpisodeSpec) -> dict[str, Any]:
     if not report.episodes:
         raise HarnessError("NO_EPISODE", f"{spec.task} seed {spec.seed}: the simulator ran no "
                            "episode", fix="check the scene and its number of steps")
-    return row_from_report(spec, str(spec.seed), report.episodes[0], hook.phase_times())
+    return row_from_report(spec, str(spec.seed), report.episodes[0], hook.phase_times(),
+                           options.scene)
 
 
 def run_server_episodes(spec: EpisodeSpec, *, skip: Callable[[str], bool] | None = None
@@ -153,7 +155,8 @@ def run_server_episodes(spec: EpisodeSpec, *, skip: Callable[[str], bool] | None
             n += 1
             if skip is not None and skip(episode):
                 continue
-            row = row_from_report(spec, episode, report.episodes[0], hook.phase_times())
+            row = row_from_report(spec, episode, report.episodes[0], hook.phase_times(),
+                                  options.scene)
             row["wall_s"] = round(time.perf_counter() - began, 3)
             yield row
     finally:

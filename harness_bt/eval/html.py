@@ -72,7 +72,7 @@ def _plots(report: Mapping[str, Any]) -> list[str]:
         ax.set_xticks(list(xs), labels, fontsize=8)
         ax.set_ylim(0, 105)
         ax.set_ylabel("success %")
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.set_title("success per task and condition", fontsize=10)
         out.append(_svg(fig))
     details = report["details"]
@@ -88,7 +88,7 @@ def _plots(report: Mapping[str, Any]) -> list[str]:
             left = [a + b for a, b in zip(left, values, strict=True)]
         ax.set_xlabel("failed episodes")
         ax.tick_params(axis="y", labelsize=8)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.set_title("failure reasons by phase", fontsize=10)
         out.append(_svg(fig))
     phases = list(dict.fromkeys(p for d in details for p in d["phase_time_s"]))
@@ -102,7 +102,7 @@ def _plots(report: Mapping[str, Any]) -> list[str]:
         ax.set_yticks([k + 0.4 - width / 2 for k in range(len(phases))], phases, fontsize=8)
         ax.invert_yaxis()
         ax.set_xlabel("mean simulated seconds in the phase")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.set_title("time per phase", fontsize=10)
         out.append(_svg(fig))
     return out
