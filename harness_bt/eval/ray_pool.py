@@ -14,6 +14,7 @@ install it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from typing import Any
 
@@ -58,6 +59,8 @@ class RayPool:
         self.workers = workers
         self.episode_fn = episode_fn
         self._own = not ray.is_initialized()
+        # Ray replaces builtins.print in the driver for its progress bars unless told not to
+        os.environ.setdefault("RAY_TQDM_PATCH_PRINT", "0")
         if self._own:
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                       "configure_logging": False}

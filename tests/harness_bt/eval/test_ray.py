@@ -21,6 +21,15 @@ PICK = ROOT / "trees" / "pick_cube.yaml"
 HARD = {"slip": 0.5, "nudge": 0.5, "occlude": 0.3}
 
 
+@pytest.fixture(autouse=True)
+def keep_print(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever Ray does to ``builtins.print`` in this process ends with the test."""
+    import builtins
+
+    monkeypatch.setattr(builtins, "print", builtins.print)
+    monkeypatch.setenv("RAY_TQDM_PATCH_PRINT", "0")
+
+
 def outcomes(rows: list[dict]) -> dict[int, tuple[str, str, bool | None]]:
     return {r["seed"]: (r["outcome"], r["reason"], r["sim_success"]) for r in rows}
 
