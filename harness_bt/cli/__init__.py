@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from harness_bt._version import __version__
 from harness_bt.cli.help import flags_take_no_value
@@ -80,6 +81,7 @@ def example(
 
 from harness_bt.cli import discover as _discover  # noqa: E402
 from harness_bt.cli import export as _export  # noqa: E402
+from harness_bt.cli import eval as _eval  # noqa: E402
 from harness_bt.cli import run as _run  # noqa: E402
 from harness_bt.cli import spec as _spec  # noqa: E402
 from harness_bt.cli import viz as _viz  # noqa: E402
@@ -97,6 +99,8 @@ app.command("skills")(_discover.skills)
 app.command("nodes")(_discover.nodes)
 app.command("evaluators")(_discover.evaluators)
 app.command("scenes")(_discover.scenes)
+app.command("eval", cls=_eval.OptionalRayCommand)(_eval.eval_)
+app.command("compare", cls=_eval.OptionalRayCommand)(_eval.compare)
 
 
 _plugins_loaded = False
@@ -134,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         command = flags_take_no_value(typer.main.get_command(app))
         command(args=argv, prog_name="harness")
     except HarnessError as exc:  # one line per line of the message, wrapped by the terminal
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {exc}",
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}",
                                                    highlight=False)
         return 1
     except SystemExit as exc:

@@ -38,6 +38,7 @@ def _faults(faults: dict[str, float]) -> Any:
 def open_runtime(options: RunOptions) -> InProcRuntime:
     """The runtime ``options`` ask for (see the module docstring). ``options.extra`` may hold
     ``executors`` (``package.module:factory``, instead of the installed executors),
+    ``worker_id`` (the GenManip worker to drive, default ``0``),
     ``num_steps`` (per episode, built-in simulator: default the scene's ``max_steps``, else
     600; for a server, overrides what it reports), ``success_hold_steps`` and ``render`` (built-in
     simulator: ``round_robin``, the default, or ``all``)."""
@@ -52,7 +53,8 @@ def open_runtime(options: RunOptions) -> InProcRuntime:
                     "0.3 ...)")
         from runtime_bridge.genmanip.backend import GenManipBackend
 
-        backend: Any = GenManipBackend(options.sim_url)
+        backend: Any = GenManipBackend(options.sim_url,
+                                       worker_id=str(extra.get("worker_id", "0")))
         steps = extra.get("num_steps")
         return InProcRuntime(backend, executors,
                              num_steps=int(steps) if steps is not None else None)

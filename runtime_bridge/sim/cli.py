@@ -90,6 +90,10 @@ def serve(
     arm_meshes: str = typer.Option("simple", help=_ARM_MESHES_HELP),
     shm: bool = typer.Option(True, help="Offer the shared-memory fast path to harness-bt "
                              "clients on this host (segments under /dev/shm, removed on exit)."),
+    workers: int = typer.Option(0, "--workers", min=0, help="Simulator instances to start "
+                                "now, worker ids 0..K-1, sharing the episode queue (harness "
+                                "eval --sim URL --workers K drives them; more ids are created "
+                                "on demand)."),
 ) -> None:
     """Serve the GenManip HTTP routes (/create_workers, /reset, /step, /kill; GET /docs)."""
     import uvicorn
@@ -108,10 +112,11 @@ def serve(
         typer.secho(f"warning: listening on {host} without --token: anyone who can reach the "
                     "port can drive the robot", fg=typer.colors.YELLOW, err=True)
     app_ = create_sim_app(config, token=token, shm=shm)
+    app_.state.workers.create([str(k) for k in range(workers)])
     typer.echo(f"harness sim: scenes {', '.join(config.scenes)} x {episodes} seeds, "
                f"{num_steps} steps, success held {config.success_hold_steps} steps, cameras "
                f"{', '.join(f'{c.name}:{c.width}x{c.height}' for c in config.cameras)} "
-               f"({render}); "
+               f"({render})" + (f", {workers} workers" if workers else "") + "; "
                f"http://{host}:{port} (docs at /docs, results at /harness/results)")
     uvicorn.run(app_, host=host, port=port, log_level="warning")
 

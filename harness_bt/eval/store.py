@@ -1,0 +1,164 @@
+"""The results store: one SQLite file (``DIR/results.sqlite``), one row per finished episode.
+
+The driver is the only writer. Each row is committed the moment its episode's result arrives
+(WAL, ``synchronous=FULL``), under the primary key (task digest, condition, episode id): a
+second result for a recorded episode is ignored, so an episode is recorded exactly once however
+often it ran. A rerun of the same evaluation asks :meth:`ResultsStore.recorded` and runs only
+what is missing; a driver killed mid-run loses at most the episodes in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness_bt.errors import DefinitionError
+from harness_bt.eval.plan import EpisodeKey
+
+__all__ = ["COLUMNS", "SCHEMA_VERSION", "STORE_NAME", "ResultsStore"]
+
+SCHEMA_VERSION = 1
+STORE_NAME = "results.sqlite"
+
+#: column -> SQL type, in order; JSON columns hold text.
+COLUMNS: dict[str, str] = {
+    "digest": "TEXT NOT NULL", "condition": "TEXT NOT NULL", "episode": "TEXT NOT NULL",
+    "task": "TEXT NOT NULL", "seed": "INTEGER", "scene": "TEXT", "outcome": "TEXT NOT NULL",
+    "reason": "TEXT NOT NULL", "last_phase": "TEXT", "sim_success": "INTEGER",
+    "sim_ended_by": "TEXT", "false_success": "INTEGER NOT NULL", "unknown": "INTEGER NOT NULL",
+    "retries": "INTEGER", "recoveries": "INTEGER", "commands": "INTEGER",
+    "sim_steps": "INTEGER", "phase_times": "TEXT", "decision_latency_p50_ms": "REAL",
+    "decision_latency_p99_ms": "REAL", "sim_time_s": "REAL", "wall_s": "REAL", "trace": "TEXT",
+    "worker": "TEXT", "attempts": "INTEGER NOT NULL", "error": "TEXT",
+    "recorded_at": "REAL NOT NULL",
+}
+_JSON = ("phase_times",)
+_BOOL = ("sim_success", "false_success", "unknown")
+
+
+class ResultsStore:
+    """See the module docstring. ``clock`` stamps ``recorded_at`` (wall time by default)."""
+
+    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._create()
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from None
+
+    @classmethod
+    def in_dir(cls, directory: str | Path, **kwargs: Any) -> ResultsStore:
+        return cls(Path(directory) / STORE_NAME, **kwargs)
+
+    def _corrupt(self, exc: Exception) -> DefinitionError:
+        return DefinitionError(
+            "STORE_CORRUPT", f"the results store {self.path} cannot be read: {exc}",
+            where=str(self.path),
+            fix="move it aside (its episodes will run again), or point --out at another "
+                "directory")
+
+    def _create(self) -> None:
+        self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            cols = ", ".join(f"{name} {kind}" for name, kind in COLUMNS.items())
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute(f"CREATE TABLE IF NOT EXISTS episodes ({cols}, "
+                             "PRIMARY KEY (digest, condition, episode))")
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                             (str(SCHEMA_VERSION),))
+            self._db.execute("COMMIT")
+        elif row[0] != str(SCHEMA_VERSION):
+            raise DefinitionError(
+                "STORE_VERSION", f"the results store {self.path} has schema version {row[0]}; "
+                f"this harness writes version {SCHEMA_VERSION}", where=str(self.path),
+                fix="evaluate into a new --out directory")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> ResultsStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def recorded(self) -> set[EpisodeKey]:
+        """Every episode recorded so far."""
+        try:
+            rows = self._db.execute("SELECT digest, condition, episode FROM episodes")
+            return {EpisodeKey(*r) for r in rows}
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from None
+
+    def record(self, row: Mapping[str, Any], *, attempts: int = 1) -> bool:
+        """Commit one finished episode; False (and nothing written) when it is recorded
+        already."""
+        values = dict(row)
+        values["attempts"] = attempts
+        values.setdefault("recorded_at", self._clock())
+        for name in _JSON:
+            if name in values and not isinstance(values[name], str | None):
+                values[name] = json.dumps(values[name], sort_keys=True)
+        for name in _BOOL:
+            if name in values and values[name] is not None:
+                values[name] = int(bool(values[name]))
+        names = [n for n in COLUMNS if n in values]
+        sql = (f"INSERT INTO episodes ({', '.join(names)}) "
+               f"VALUES ({', '.join('?' for _ in names)}) "
+               "ON CONFLICT (digest, condition, episode) DO NOTHING")
+        try:
+            cur = self._db.execute(sql, [values[n] for n in names])
+        except sqlite3.IntegrityError as exc:
+            raise DefinitionError("BAD_RESULT", f"a result row lacks a field: {exc}",
+                                  fix="rows come from harness_bt.eval.episode") from None
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from None
+        return cur.rowcount == 1
+
+    def rows(self, *, digests: Iterable[str] | None = None,
+             condition: str | None = None) -> list[dict[str, Any]]:
+        """Recorded episodes (optionally of some task digests and one condition), in a stable
+        order (task, condition, seed, episode id)."""
+        sql = f"SELECT {', '.join(COLUMNS)} FROM episodes"
+        where: list[str] = []
+        args: list[Any] = []
+        if digests is not None:
+            ds = list(digests)
+            where.append(f"digest IN ({', '.join('?' for _ in ds)})")
+            args.extend(ds)
+        if condition is not None:
+            where.append("condition = ?")
+            args.append(condition)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY task, condition, seed, episode"
+        try:
+            raw = self._db.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from None
+        out = []
+        for values in raw:
+            row = dict(zip(COLUMNS, values, strict=True))
+            for name in _JSON:
+                row[name] = json.loads(row[name]) if row[name] else {}
+            for name in _BOOL:
+                if row[name] is not None:
+                    row[name] = bool(row[name])
+            out.append(row)
+        return out
+
+    def count(self) -> int:
+        try:
+            return int(self._db.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from None
