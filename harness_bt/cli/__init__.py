@@ -80,8 +80,8 @@ def example(
 
 
 from harness_bt.cli import discover as _discover  # noqa: E402
-from harness_bt.cli import export as _export  # noqa: E402
 from harness_bt.cli import eval as _eval  # noqa: E402
+from harness_bt.cli import export as _export  # noqa: E402
 from harness_bt.cli import run as _run  # noqa: E402
 from harness_bt.cli import spec as _spec  # noqa: E402
 from harness_bt.cli import viz as _viz  # noqa: E402
