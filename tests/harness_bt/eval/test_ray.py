@@ -38,13 +38,13 @@ def outcomes(rows: list[dict]) -> dict[int, tuple[str, str, bool | None]]:
 def test_the_same_seeds_give_the_same_outcomes_with_one_or_two_workers_and_ray(
         tmp_path: Path) -> None:
     def run(name: str, workers: int, ray: str | None = None) -> dict:
-        config = EvalConfig(tasks=(PICK,), out=tmp_path / name, episodes=2, seed=0,
+        config = EvalConfig(tasks=(PICK,), out=tmp_path / name, episodes=2, seed=2,
                             faults=HARD, workers=workers, ray=ray, traces=False,
                             extra={"num_steps": 140})
         return outcomes(run_evaluation(config).rows)
 
     one = run("one", 1)
-    assert sorted(one) == [0, 1]
+    assert sorted(one) == [2, 3]
     assert {o for o, _, _ in one.values()} == {"succeeded", "aborted"}, one  # a real mix
     assert run("two", 2) == one
     assert run("ray", 2, ray="") == one
