@@ -37,6 +37,7 @@ endef
 # Graphviz's `dot` renders execution graphs; Chromium (headless) tests the HTML replay.
 system-deps:
 	$(call need,command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1,chromium,the headless browser the replay page is tested in,--cask chromium)
+	$(call need,command -v chromedriver >/dev/null 2>&1,chromium-driver,drives chromium in the replay page's tests,--cask chromedriver)
 	$(call need,command -v dot >/dev/null 2>&1,graphviz,its dot draws execution graphs,graphviz)
 
 demo: setup

@@ -16,7 +16,8 @@ configuration after), ``outcome`` (a tree ended), ``unhandled`` (no transition t
 out), ``breaker``, ``verdict`` (with evidence), ``recovery``, ``waiting`` (for a resource),
 ``blackboard`` (a write), ``reconcile``, ``latency`` (``which`` = ``decision`` or
 ``protection``), ``notice``, ``orphan_event``, ``error``, ``stop``, ``stalled``, ``draining``,
-``drain_timeout``, ``run_end`` (the result).
+``drain_timeout``, ``frame`` (camera frames recorded beside the trace:
+:mod:`harness_bt.recording`), ``run_end`` (the result).
 
 :class:`TraceReader` rebuilds the state at any ``seq``: chart configuration, node statuses,
 command states, world version, counters.
@@ -134,8 +135,25 @@ class TraceReader:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> TraceReader:
-        with open(path, encoding="utf-8") as fh:
-            return cls(json.loads(line) for line in fh if line.strip())
+        """Read a JSONL trace; a line that is not an event is refused with its number."""
+        events = []
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    event = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    event = exc
+                if not isinstance(event, dict) or "seq" not in event or "kind" not in event:
+                    raise DefinitionError(
+                        "INVALID_TRACE", f"{path}:{number}: not a trace event ({event})"
+                        if isinstance(event, Exception) else
+                        f"{path}:{number}: not a trace event (no seq and kind)",
+                        fix="give a JSONL trace written by a TaskRunner (a run that died may "
+                            "leave a cut last line: delete it)")
+                events.append(event)
+        return cls(events)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.events)

@@ -77,6 +77,7 @@ def example(
         console.print(f"trace: {trace} ({len(runner.trace.events)} events)")
 
 
+from harness_bt.cli import export as _export  # noqa: E402
 from harness_bt.cli import run as _run  # noqa: E402
 from harness_bt.cli import spec as _spec  # noqa: E402
 from harness_bt.cli import viz as _viz  # noqa: E402
@@ -87,6 +88,7 @@ app.command("import-xml")(_spec.import_xml)
 app.command("export-xml")(_spec.export_xml)
 app.command("viz")(_viz.viz)
 app.command("replay")(_viz.replay)
+app.command("export")(_export.export)
 app.command("run")(_run.run)
 app.command("resume")(_run.resume)
 

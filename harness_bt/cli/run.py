@@ -217,6 +217,10 @@ def run(
     set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
     scene: str = typer.Option(None, "--scene", help="The simulator scene to run (a scene's "
                               "name or a scene file's path; default: the task's scene:)."),
+    record_frames: bool = typer.Option(False, "--record-frames", help="Record the camera "
+                                       "frames the harness perceives (JPEG, 5 per second per "
+                                       "camera) in NAME.frames.tar beside the --trace, for "
+                                       "harness replay and harness export."),
 ) -> None:
     """Run a task file against a simulator, episode by episode, and report honestly."""
     task = load_task(task_file, params=parse_set(set_))
@@ -253,6 +257,9 @@ def run(
                                  bridge=bridge, runtime_url=runtime, perception=perception,
                                  trace=None if trace is None else str(trace),
                                  params=options.params, scene=options.scene)
+    if record_frames and trace is None:
+        raise DefinitionError("INVALID_OPTION", "--record-frames: the frames go beside the "
+                              "trace, and there is none", fix="pass --trace run.jsonl too")
     if graph is not None:
         from harness_bt.viz.render import FORMATS
 
@@ -266,7 +273,8 @@ def run(
             import tempfile
 
             trace = Path(stack.enter_context(tempfile.TemporaryDirectory())) / f"{task.name}.jsonl"
-        report = _run(task, options, bridge, perception, trace, as_json, open_journal)
+        report = _run(task, options, bridge, perception, trace, as_json, open_journal,
+                      record_frames=5.0 if record_frames else None)
         if graph is not None and report.episodes and report.episodes[-1].trace_path:
             from harness_bt.viz.render import render, write
 
@@ -338,7 +346,8 @@ def resume(
 
 def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
          trace: Path | None, as_json: bool,
-         open_journal: Callable[[EpisodeRuntime], DurableRun] | None = None) -> RunReport:
+         open_journal: Callable[[EpisodeRuntime], DurableRun] | None = None, *,
+         record_frames: float | None = None) -> RunReport:
     episodes = options.episodes
     seed = options.seed
     sim = options.sim_url
@@ -358,7 +367,8 @@ def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
         if live:
             with _LiveView(console, episodes) as view:
                 report = run_episodes(task, options, perception=perception, trace=trace,
-                                      on_tick=view, runtime=runtime, durable=durable)
+                                      on_tick=view, runtime=runtime, durable=durable,
+                                      record_frames=record_frames)
         else:
             if not as_json:
                 given = ", ".join(f"{k}={v}" for k, v in options.params.items())
@@ -371,7 +381,8 @@ def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
                               + (f", journal {durable.path}" if durable is not None else ""))
             with _c_stdout_to_stderr(True):
                 report = run_episodes(task, options, perception=perception, trace=trace,
-                                      runtime=runtime, durable=durable)
+                                      runtime=runtime, durable=durable,
+                                      record_frames=record_frames)
     finally:
         runtime.close()
         if durable is not None and open_journal is not None:

@@ -41,6 +41,7 @@ from harness_bt.runtime.episodes import (
     runtime_registry,
 )
 from harness_bt.skill import SkillRegistry
+from harness_bt.trace import Trace
 from harness_bt.world import Perception, perception_registry
 
 __all__ = [
@@ -293,11 +294,17 @@ def run_episodes(
     skills: SkillRegistry | None = None,
     evaluators: EvaluatorRegistry | None = None,
     durable: DurableRun | None = None,
+    record_frames: float | None = None,
 ) -> RunReport:
     """Run ``task`` for ``options.episodes`` episodes (see the module docstring). ``runtime``
     (opened by the caller, who then closes it) replaces the ``bridge`` entry point.
     ``durable`` (one episode only) journals the run in its file and, when it holds a
-    checkpoint, resumes from there (:mod:`harness_bt.run.resume`)."""
+    checkpoint, resumes from there (:mod:`harness_bt.run.resume`). ``record_frames`` (per
+    second, per camera; needs ``trace``) records camera frames beside each episode's trace
+    (:mod:`harness_bt.recording`)."""
+    if record_frames is not None and trace is None:
+        raise DefinitionError("INVALID_OPTION", "recording camera frames needs a trace: the "
+                              "frames go beside it", fix="pass --trace run.jsonl too")
     if durable is not None and options.episodes != 1:
         raise DefinitionError("INVALID_OPTION", f"a journaled run is one episode, not "
                               f"{options.episodes}", fix="drop --episodes")
@@ -311,6 +318,7 @@ def run_episodes(
     assert runtime is not None
     run_id = uuid.uuid4().hex[:8]
     reports: list[EpisodeReport] = []
+    recorder = None
     try:
         _check_executors(task, skills, runtime)
         for index in range(options.episodes):
@@ -319,12 +327,21 @@ def run_episodes(
                 break
             timed = _TimedBridge(runtime)
             path = _trace_path(trace, index, options.episodes)
+            recorder, perceive = None, make_perception()
+            trace_to: str | Trace | None = path
+            if record_frames is not None and path is not None:
+                from harness_bt.recording import FrameRecorder, frames_path
+
+                recording = Trace(path, clock=runtime.clock)
+                recorder = FrameRecorder(frames_path(path), recording, rate_hz=record_frames)
+                trace_to = recording
+                perceive = recorder.wrap(perceive)
             runner = TaskRunner(task, bridge=timed, clock=runtime.clock,
                                 tick_period_s=runtime.control_period_s,
-                                perception=make_perception(), skills=skills,
+                                perception=perceive, skills=skills,
                                 evaluators=evaluators, run_id=f"{run_id}-ep{index}"
                                 if durable is None else durable.run_id,
-                                trace=path, seed=options.seed + index,
+                                trace=trace_to, seed=options.seed + index,
                                 ledger=None if durable is None else durable.ledger,
                                 journal=None if durable is None else durable.journal,
                                 resume=None if durable is None else durable.checkpoint)
@@ -348,6 +365,8 @@ def run_episodes(
             wall = time.perf_counter() - began
             end = runtime.finish_episode()
             runner.close()
+            if recorder is not None:
+                recorder.close()
             result = runner.result
             assert result is not None
             reports.append(EpisodeReport(
@@ -365,5 +384,7 @@ def run_episodes(
                          "sim": end.to_dict()}))
         return RunReport(task.name, tuple(reports), runtime.final_metric(), options)
     finally:
+        if recorder is not None:  # an episode that raised: keep what it recorded
+            recorder.close()
         if own:
             runtime.close()

@@ -109,6 +109,10 @@ def summarize(event: dict[str, Any]) -> str:
         return f"{d.get('key')} <- {d.get('writer')}"
     if kind == "run_end":
         return f"{d.get('outcome')} ({d.get('reason')})"
+    if kind == "frame":
+        shown = ", ".join(d.get("images") or {})
+        return f"camera frames {shown} at step {d.get('timestep')} ({len(d.get('objects') or {})}" \
+               " objects perceived)"
     if kind == "observation":
         return f"world v{d.get('world_version')}" + (
             f" {d['changed']}" if d.get("changed") else "")

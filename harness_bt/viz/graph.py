@@ -2,17 +2,25 @@
 statechart (compound and parallel phases as clusters, finals as end states, transitions with
 their events), each atomic phase's tree inside it (node kinds, key params, budgets and retry
 bounds), and, from a :class:`~harness_bt.viz.frames.Frame`, every node's status, attempts
-and command state, and the active configuration."""
+and command state, and the active configuration.
+
+Readable by default: idioms are folded into one node each (:mod:`harness_bt.viz.fold`;
+``fold=False`` draws every node), and a transition into a final phase is an *exit* of its
+source phase (drawn inside it, naming the final) rather than an edge across the chart; the
+finals themselves are grouped (``Drawing.ends``)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness_bt.viz.fold import fold_tree
 from harness_bt.viz.frames import Frame, NodeState
 
-__all__ = ["COLOURS", "Cluster", "DrawNode", "Drawing", "Transition", "drawing"]
+__all__ = ["COLOURS", "TEXT_COLOURS", "Cluster", "DrawNode", "Drawing", "Exit", "Transition",
+           "drawing"]
 
 #: status -> (fill, border) colours; ``None``: drawn without a run.
 COLOURS: dict[str | None, tuple[str, str]] = {
@@ -24,9 +32,15 @@ COLOURS: dict[str | None, tuple[str, str]] = {
     "NOT_TICKED": ("#f5f5f5", "#9e9e9e"),
     None: ("#ffffff", "#37474f"),
 }
+#: status -> the colour of the text written on a node (darker than its border: legible on
+#: the fill).
+TEXT_COLOURS: dict[str | None, str] = {
+    "SUCCESS": "#1b5e20", "FAILURE": "#b71c1c", "RUNNING": "#6d4c00", "UNKNOWN": "#4a148c",
+    "HALTED": "#a33c00", "NOT_TICKED": "#616161", None: "#37474f",
+}
 EVENT_COLOURS = {"succeeded": "#2e7d32", "failed": "#c62828", "unknown": "#6a1b9a",
                  "budget_exhausted": "#ef6c00", "done": "#1565c0"}
-_SYMBOL = {"sequence": "→", "selector": "?", "parallel": "⇉"}
+_SYMBOL = {"sequence": "→", "selector": "?", "parallel": "⇉", "recover": "⟲"}
 
 
 @dataclass
@@ -42,11 +56,24 @@ class DrawNode:
     detail: str  # the params worth seeing: skill, bounds, keys
     status: str | None = None
     notes: list[str] = field(default_factory=list)  # attempts, command state, outcome
+    idiom: str = ""  # recover | act_and_evaluate: drawn folded
 
     @property
     def title(self) -> str:
         symbol = _SYMBOL.get(self.type)
         return f"{symbol} {self.name}" if symbol else self.name
+
+
+@dataclass
+class Exit:
+    """A transition from a phase into a final phase, drawn inside its source phase."""
+
+    id: str
+    source: str
+    target: str
+    event: str
+    label: str
+    taken: bool = False
 
 
 @dataclass
@@ -61,6 +88,7 @@ class Cluster:
     nodes: list[str] = field(default_factory=list)  # DrawNode ids, pre-order (atomic)
     reason: str | None = None  # finals
     state: str = ""  # with a run: active | visited | idle
+    exits: list[Exit] = field(default_factory=list)
 
     @property
     def anchor(self) -> str:
@@ -86,6 +114,7 @@ class Drawing:
     transitions: list[Transition]
     initial: str
     frame: Frame | None = None
+    recovery_edges: set[tuple[str, str]] = field(default_factory=set)
 
     def walk(self) -> list[Cluster]:
         out: list[Cluster] = []
@@ -141,17 +170,29 @@ def _detail(entry: Mapping[str, Any]) -> str:
     return t
 
 
-def _notes(entry: Mapping[str, Any], state: NodeState) -> list[str]:
+def _notes(entry: Mapping[str, Any], state: NodeState,
+           parts: Mapping[str, NodeState] | None = None) -> list[str]:
+    """What a run wrote on a node: runs of a retry, the latest command and its state, the
+    verdict, why it failed. ``parts``: the hidden nodes of a folded idiom (``act``,
+    ``check``, ``recovery``), whose command, verdict and outcome show on it."""
     out = []
+    parts = parts or {}
     params = entry.get("params") or {}
     if entry["type"] == "retry" and (state.retries or state.status not in (None, "NOT_TICKED")):
         out.append(f"run {1 + state.retries}/{params.get('attempts')}")
-    if state.command is not None:
-        out.append(f"#{state.attempts} {state.command_state}")
-    if state.verdict is not None:
-        out.append(f"verdict {state.verdict}")
-    if state.outcome and state.status in ("FAILURE", "UNKNOWN", "HALTED"):
-        out.append(state.outcome)
+    recovery = parts.get("recovery")
+    if recovery is not None and recovery.status == "RUNNING":
+        out.append("recovering")
+    act = parts.get("act", state)
+    if act.command is not None:
+        out.append(f"#{act.attempts} {act.command_state}")
+    check = parts.get("check", state)
+    if check.verdict is not None:
+        out.append(f"verdict {check.verdict}")
+    outcome = state.outcome or next((p.outcome for k, p in parts.items()
+                                     if k != "recovery" and p.outcome), "")
+    if outcome and state.status in ("FAILURE", "UNKNOWN", "HALTED"):
+        out.append(outcome)
     return out
 
 
@@ -162,16 +203,71 @@ def _label(spec: Mapping[str, Any]) -> str:
     return spec["id"] if kind == "atomic" else f"{spec['id']} ({kind})"
 
 
-def drawing(structure: Mapping[str, Any], frame: Frame | None = None) -> Drawing:
+def _finals(specs: Any) -> dict[str, Mapping[str, Any]]:
+    out: dict[str, Mapping[str, Any]] = {}
+    for spec in specs:
+        if spec["kind"] == "final":
+            out[spec["id"]] = spec
+        out.update(_finals(spec.get("phases", ())))
+    return out
+
+
+def _transition_label(t: Mapping[str, Any]) -> str:
+    bits = [str(t["event"])]
+    if t.get("reason"):
+        bits.append(f"[{t['reason']}]")
+    if t.get("guard"):
+        bits.append(f"if {t['guard']}")
+    return " ".join(bits)
+
+
+def drawing(structure: Mapping[str, Any], frame: Frame | None = None, *,
+            fold: bool = True) -> Drawing:
     """The drawing model of a task structure (``Task.structure()`` or a trace's first event),
-    coloured by ``frame`` when given."""
+    coloured by ``frame`` when given. ``fold=False`` draws every node of the idioms."""
     trees = structure.get("trees", {})
+    finals = _finals(structure.get("phases", ()))
     nodes: dict[str, DrawNode] = {}
     edges: list[tuple[str, str]] = []
+    recovery_edges: set[tuple[str, str]] = set()
     transitions: list[Transition] = []
     taken = {(src, tgt) for _, src, tgt in (frame.transitions if frame else ())}
     config = set(frame.configuration) if frame else set()
     visited = set(frame.visited) if frame else set()
+    counter = itertools.count()  # node ids: n<k> by pre-order over every tree, folded or not
+
+    def tree(c: Cluster, entries: list[dict[str, Any]]) -> None:
+        ids = {entry["path"]: f"n{next(counter)}" for entry in entries}
+        shape = fold_tree(entries, fold=fold)
+        for entry in entries:
+            path = entry["path"]
+            if path in shape.hidden:
+                continue
+            nid = ids[path]
+            idiom = shape.idioms.get(path)
+            state = frame.node(c.id, path) if frame is not None else None
+            parts = {k: frame.node(c.id, p) for k, p in idiom.parts.items()} \
+                if idiom is not None and frame is not None else None
+            node_type, detail = entry["type"], _detail(entry)
+            if idiom is not None and idiom.kind == "recover":
+                node_type, detail = "recover", detail.replace("retry", "recover", 1)
+            elif idiom is not None:
+                by_path = {e["path"]: e for e in entries}
+                act, check = by_path[idiom.parts["act"]], by_path[idiom.parts["check"]]
+                looks = (check.get("params") or {}).get("max_observations")
+                node_type, detail = "act_and_evaluate", f"{_detail(act)}, judged (≤{looks} looks)"
+            kind = entry["kind"] if idiom is None else \
+                "idiom" if idiom.kind == "recover" else "action"
+            nodes[nid] = DrawNode(
+                nid, c.id, path, entry["name"], node_type, kind, detail,
+                status=state.status if state is not None else None,
+                notes=_notes(entry, state, parts) if state is not None else [],
+                idiom=idiom.kind if idiom is not None else "")
+            c.nodes.append(nid)
+            for kid, how in shape.children.get(path, ()):
+                edges.append((nid, ids[kid]))
+                if how == "recovery":
+                    recovery_edges.add((nid, ids[kid]))
 
     def cluster(spec: Mapping[str, Any]) -> Cluster:
         c = Cluster(spec["id"], spec["kind"], _label(spec), spec.get("description", ""),
@@ -179,28 +275,17 @@ def drawing(structure: Mapping[str, Any], frame: Frame | None = None) -> Drawing
         if frame is not None:
             c.state = "active" if c.id in config else "visited" if c.id in visited else "idle"
         for t in spec.get("transitions", ()):
-            bits = [t["event"]]
-            if t.get("reason"):
-                bits.append(f"[{t['reason']}]")
-            if t.get("guard"):
-                bits.append(f"if {t['guard']}")
-            transitions.append(Transition(c.id, t["target"], t["event"], " ".join(bits),
-                                          (c.id, t["target"]) in taken))
+            target = t["target"]
+            was_taken = (c.id, target) in taken
+            if target in finals:
+                c.exits.append(Exit(f"x_{c.id}_{len(c.exits)}", c.id, target, str(t["event"]),
+                                    _transition_label(t), was_taken))
+            else:
+                transitions.append(Transition(c.id, target, t["event"], _transition_label(t),
+                                              was_taken))
         c.children = [cluster(child) for child in spec.get("phases", ())]
         if spec["kind"] == "atomic":
-            ids: dict[str, str] = {}
-            for entry in trees.get(c.id, ()):
-                nid = f"n{len(nodes)}"
-                ids[entry["path"]] = nid
-                state = frame.node(c.id, entry["path"]) if frame is not None else None
-                nodes[nid] = DrawNode(
-                    nid, c.id, entry["path"], entry["name"], entry["type"], entry["kind"],
-                    _detail(entry), status=state.status if state is not None else None,
-                    notes=_notes(entry, state) if state is not None else [])
-                c.nodes.append(nid)
-            for entry in trees.get(c.id, ()):
-                edges.extend((ids[entry["path"]], ids[kid]) for kid in entry.get("children", ())
-                             if kid in ids)
+            tree(c, list(trees.get(c.id, ())))
         return c
 
     clusters = [cluster(p) for p in structure.get("phases", ())]
@@ -220,4 +305,5 @@ def drawing(structure: Mapping[str, Any], frame: Frame | None = None) -> Drawing
     if structure.get("instruction"):
         title += f": {structure['instruction']}"
     return Drawing(title, subtitle, clusters, nodes, edges, transitions,
-                   str(structure.get("initial") or (clusters[0].id if clusters else "")), frame)
+                   str(structure.get("initial") or (clusters[0].id if clusters else "")), frame,
+                   recovery_edges)

@@ -1,6 +1,7 @@
-"""Mermaid: the drawing as a ``flowchart`` (phases as subgraphs, trees inside, transitions
-between the subgraphs, statuses as classes), for Markdown pages and tools that render
-Mermaid. It needs no program to produce."""
+"""Mermaid: the drawing as a ``flowchart`` (phases as subgraphs, trees inside with their
+exits, transitions between the subgraphs, the finals grouped in ``ends``, statuses as
+classes), for Markdown pages and tools that render Mermaid. It needs no program to
+produce."""
 
 from __future__ import annotations
 
@@ -39,9 +40,12 @@ def _cluster(c: Cluster, d: Drawing, out: list[str], indent: str) -> None:
     mine = set(c.nodes)
     for nid in c.nodes:
         out.append(f"{indent}  {_node(d.nodes[nid])}")
+    for x in c.exits:
+        out.append(f'{indent}  {x.id}>"{_text(x.label)} ⇒ {_text(x.target)}"]')
     for a, b in d.tree_edges:
         if a in mine:
-            out.append(f"{indent}  {a} --> {b}")
+            arrow = "-.->|on failure|" if (a, b) in d.recovery_edges else "-->"
+            out.append(f"{indent}  {a} {arrow} {b}")
     out.append(f"{indent}end")
 
 
@@ -55,13 +59,23 @@ def to_mermaid(d: Drawing) -> str:
         out.append(f"  classDef {name} fill:{fill},stroke:{border},color:#212121{dash}")
     out.append('  __start(("start"))')
     for c in d.clusters:
-        _cluster(c, d, out, "  ")
+        if c.kind != "final":
+            _cluster(c, d, out, "  ")
+    finals = [c for c in d.clusters if c.kind == "final"]
+    if finals:  # grouped: the phases' exits name them
+        out.append('  subgraph __ends["ends"]')
+        out += [f'    {c.anchor}((("{_text(c.id)}")))' for c in finals]
+        out.append("  end")
     by_id = {c.id: c for c in d.walk()}
     first = by_id.get(d.initial)
     if first is not None:
         out.append(f"  __start --> {first.anchor}")
     styles: list[str] = []
     edge = len(d.tree_edges) + (1 if first is not None else 0)  # links count in file order
+    for x in (x for c in d.walk() for x in c.exits):
+        colour = EVENT_COLOURS.get(x.event, "#546e7a")
+        fill = "#ffcdd2" if x.taken and d.frame is not None and d.frame.result else "#ffffff"
+        out.append(f"  style {x.id} fill:{fill},stroke:{colour},color:#212121")
     for t in d.transitions:
         src, tgt = by_id.get(t.source), by_id.get(t.target)
         if src is None or tgt is None:

@@ -50,7 +50,7 @@ def structure_of(task: Any) -> dict[str, Any]:
 
 
 def render(task: Any = None, *, trace: TraceLike | None = None, at: int | None = None,
-           fmt: str = "svg") -> str | bytes:
+           fmt: str = "svg", fold: bool = True) -> str | bytes:
     """Draw a task's execution graph: the statechart with every phase's tree.
 
     With ``trace`` (a path to a JSONL trace, a :class:`TraceReader` or its events), nodes are
@@ -58,7 +58,8 @@ def render(task: Any = None, *, trace: TraceLike | None = None, at: int | None =
     failure, running, unknown, halted, not ticked; attempts and command states are written on
     them and the active configuration is highlighted. ``task`` defaults to the trace's own
     structure. ``fmt``: ``svg`` (text) or ``png`` (bytes) through Graphviz's ``dot``, or
-    ``dot`` / ``mmd`` (Mermaid) text without it.
+    ``dot`` / ``mmd`` (Mermaid) text without it. Idioms (``recover``, ``act_and_evaluate``)
+    are drawn as one node each unless ``fold=False``.
     """
     if fmt not in FORMATS:
         raise DefinitionError("INVALID_ARGUMENT", f"format {fmt!r} is not one of "
@@ -68,7 +69,7 @@ def render(task: Any = None, *, trace: TraceLike | None = None, at: int | None =
         raise DefinitionError("INVALID_ARGUMENT", "nothing to draw: give a task or a trace")
     structure = structure_of(task) if task is not None else reader.structure  # type: ignore[union-attr]
     frame: Frame | None = frame_at(reader, at) if reader is not None else None
-    d: Drawing = drawing(structure, frame)
+    d: Drawing = drawing(structure, frame, fold=fold)
     if fmt == "mmd":
         return to_mermaid(d)
     dot = to_dot(d)

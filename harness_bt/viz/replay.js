@@ -1,91 +1,227 @@
-// The replay page's script (harness_bt.viz.html): recolours the graph frame by frame.
-const FRAMES = JSON.parse(document.getElementById('frames').textContent);
-const COLOURS = JSON.parse(document.getElementById('colours').textContent);
-const NAMES = JSON.parse(document.getElementById('names').textContent);
-let index = 0, timer = null;
-function shapes(g){return g ? g.querySelectorAll('polygon,ellipse,path') : [];}
-function paint(id, status, note){
-  const g = document.getElementById(id); if(!g) return;
-  const c = COLOURS[status] || COLOURS['static'];
-  g.dataset.status = status || 'static';
-  shapes(g).forEach(s => {s.setAttribute('fill', c[0]); s.setAttribute('stroke', c[1]);
-    s.setAttribute('stroke-dasharray', status === 'NOT_TICKED' ? '4,2' : '');});
-  const t = g.querySelector('title'); if(t) t.textContent = (g.dataset.path||'') +
-    (status ? ' — ' + status.toLowerCase() : '') + (note ? ' — ' + note : '');
-}
-function paintPhase(id, state){
-  const g = document.getElementById('phase_' + id); if(!g) return;
-  g.dataset.state = state;
-  const s = g.querySelector('polygon,path'); if(!s) return;
-  if(g.classList.contains('cluster')){
-    s.setAttribute('stroke', state === 'active' ? '#1565c0' : '#90a4ae');
-    s.setAttribute('stroke-width', state === 'active' ? '3' : '1');
-    s.setAttribute('fill', state === 'active' ? '#e3f2fd' : 'white');
-  } else {
-    const good = id === 'done';
-    s.setAttribute('fill', state === 'active' ? (good ? '#c8e6c9' : '#ffcdd2') : '#eeeeee');
+// The replay page's script (harness_bt.viz.html): shows view frames (harness_bt.viz.view) on
+// the graph drawn once: node colours and labels, phases, the transitions and exits taken,
+// camera images with the perceived objects, the ledger and the events; zoom and pan.
+// ReplayView.push(frame) appends a frame (a page fed while a run goes follows the end).
+'use strict';
+const NOTE_SPACE = '\u2007';
+const SVGNS = 'http://www.w3.org/2000/svg';
+
+class PanZoom {
+  // The graph's viewBox: wheel zooms at the pointer, dragging pans, buttons and keys zoom.
+  constructor(box, svg) {
+    this.box = box; this.svg = svg;
+    const vb = svg.viewBox.baseVal;
+    this.full = {x: vb.x, y: vb.y, w: vb.width, h: vb.height};
+    svg.removeAttribute('width'); svg.removeAttribute('height');
+    svg.setAttribute('preserveAspectRatio', 'xMidYMid meet');
+    this.view = Object.assign({}, this.full);
+    this.drag = null;
+    box.addEventListener('wheel', e => {e.preventDefault(); if(!e.deltaY) return;
+      this.zoom(e.deltaY < 0 ? 1.25 : 0.8, this.point(e));}, {passive: false});
+    box.addEventListener('mousedown', e => {if(e.button !== 0) return;
+      this.drag = {x: e.clientX, y: e.clientY, view: Object.assign({}, this.view)};
+      box.classList.add('dragging'); e.preventDefault();});
+    window.addEventListener('mousemove', e => {if(!this.drag) return;
+      const s = this.scale();
+      this.view.x = this.drag.view.x - (e.clientX - this.drag.x) / s;
+      this.view.y = this.drag.view.y - (e.clientY - this.drag.y) / s; this.apply();});
+    window.addEventListener('mouseup', () => {this.drag = null; box.classList.remove('dragging');});
+    this.apply();
+  }
+  scale() { // screen pixels per SVG unit
+    const r = this.svg.getBoundingClientRect();
+    return Math.min(r.width / this.view.w, r.height / this.view.h) || 1;
+  }
+  point(e) { // the SVG point under the pointer
+    const r = this.svg.getBoundingClientRect(), s = this.scale();
+    const ox = (r.width - this.view.w * s) / 2, oy = (r.height - this.view.h * s) / 2;
+    return {x: this.view.x + (e.clientX - r.left - ox) / s, y: this.view.y + (e.clientY - r.top - oy) / s};
+  }
+  zoom(factor, at) {
+    const z = this.full.w / (this.view.w / factor);
+    if(z < 0.5 || z > 40) return;
+    at = at || {x: this.view.x + this.view.w / 2, y: this.view.y + this.view.h / 2};
+    this.view = {x: at.x - (at.x - this.view.x) / factor, y: at.y - (at.y - this.view.y) / factor,
+                 w: this.view.w / factor, h: this.view.h / factor};
+    this.apply();
+  }
+  fit() { this.view = Object.assign({}, this.full); this.apply(); }
+  apply() {
+    const v = this.view;
+    this.svg.setAttribute('viewBox', [v.x, v.y, v.w, v.h].map(n => n.toFixed(1)).join(' '));
+    document.body.dataset.zoom = (this.full.w / v.w).toFixed(2);
+    document.body.dataset.view = this.svg.getAttribute('viewBox');
   }
 }
-function row(cells, cls){
-  const tr = document.createElement('tr');
-  cells.forEach((c, i) => {const td = document.createElement('td'); td.textContent = c;
-    if(i === 0 && cls) td.className = cls; tr.appendChild(td);}); return tr;
+
+class ReplayView {
+  constructor(doc) {
+    const json = id => JSON.parse(doc.getElementById(id).textContent);
+    this.doc = doc; this.frames = json('frames'); this.colours = json('colours');
+    this.images = json('images'); this.config = json('pageconfig');
+    this.index = 0; this.timer = null; this.follow = false;
+    this.svg = doc.querySelector('#graph svg');
+    this.panzoom = new PanZoom(doc.getElementById('graph'), this.svg);
+    this.notes = {};
+    doc.querySelectorAll('g.node').forEach(g => {
+      const t = Array.from(g.querySelectorAll('text')).find(x => x.textContent.length &&
+        x.textContent.split('').every(c => c === NOTE_SPACE));
+      if(t){ t.textContent = ''; this.notes[g.id] = t; }
+      const title = g.querySelector('title'); g.dataset.path = title ? title.textContent : g.id;
+    });
+    const names = {R: 'ArrowRight', L: 'ArrowLeft', N: 'n', P: 'p', E: 'End', H: 'Home'};
+    this.keyNames = names;
+  }
+  el(id) { return this.doc.getElementById(id); }
+  paintNode(g, status, note) {
+    const c = this.colours[status] || this.colours['static'];
+    g.dataset.status = status || 'static';
+    g.querySelectorAll('polygon,ellipse,path').forEach(s => {s.setAttribute('fill', c[0]);
+      s.setAttribute('stroke', c[1]); s.setAttribute('stroke-dasharray', status === 'NOT_TICKED' ? '4,2' : '');});
+    const t = this.notes[g.id];
+    if(t){ t.textContent = note || ''; t.setAttribute('fill', c[2] || c[1]); }
+    g.dataset.note = note || '';
+  }
+  paintPhase(id, state) {
+    const g = this.el('phase_' + id); if(!g) return;
+    g.dataset.state = state;
+    const s = g.querySelector('polygon,path'); if(!s) return;
+    if(g.classList.contains('cluster')){
+      s.setAttribute('stroke', state === 'active' ? '#1565c0' : state === 'visited' ? '#546e7a' : '#b0bec5');
+      s.setAttribute('stroke-width', state === 'active' ? '3' : '1');
+      s.setAttribute('fill', state === 'active' ? '#e3f2fd' : 'white');
+    } else {
+      const good = id === 'done';
+      s.setAttribute('fill', state === 'active' ? (good ? '#c8e6c9' : '#ffcdd2') : '#eeeeee');
+    }
+  }
+  cameras(images) {
+    const box = this.el('cameras');
+    if(this.config.problem && !box.dataset.problem){
+      const p = this.doc.createElement('p'); p.className = 'problem';
+      p.textContent = 'camera frames: ' + this.config.problem; box.before(p); box.dataset.problem = '1';
+    }
+    Object.entries(images || {}).forEach(([camera, im]) => {
+      let fig = box.querySelector('figure[data-camera="' + camera + '"]');
+      if(!fig){
+        fig = this.doc.createElement('figure'); fig.dataset.camera = camera;
+        const svg = this.doc.createElementNS(SVGNS, 'svg');
+        const img = this.doc.createElementNS(SVGNS, 'image');
+        const boxes = this.doc.createElementNS(SVGNS, 'g');
+        svg.append(img, boxes); fig.append(svg);
+        const cap = this.doc.createElement('figcaption'); fig.append(cap); box.append(fig);
+      }
+      const svg = fig.querySelector('svg'), img = svg.querySelector('image');
+      svg.setAttribute('viewBox', '0 0 ' + im.w + ' ' + im.h);
+      img.setAttribute('width', im.w); img.setAttribute('height', im.h);
+      if(img.getAttribute('href') !== this.images[im.src]) img.setAttribute('href', this.images[im.src]);
+      fig.dataset.src = im.src;
+      const g = svg.querySelector('g'); g.replaceChildren();
+      Object.entries(im.boxes).forEach(([id, b]) => {
+        const r = this.doc.createElementNS(SVGNS, 'rect');
+        r.setAttribute('x', b[0]); r.setAttribute('y', b[1]);
+        r.setAttribute('width', b[2] - b[0]); r.setAttribute('height', b[3] - b[1]);
+        const t = this.doc.createElementNS(SVGNS, 'text');
+        t.setAttribute('x', b[0]); t.setAttribute('y', Math.max(8, b[1] - 2)); t.textContent = id;
+        g.append(r, t);
+      });
+      fig.querySelector('figcaption').textContent = camera + ' · step ' + im.timestep;
+    });
+  }
+  row(cells, cls) {
+    const tr = this.doc.createElement('tr');
+    cells.forEach((c, i) => {const td = this.doc.createElement('td'); td.textContent = c;
+      if(i === 0 && cls) td.className = cls; if(i === 2) td.className = 'state ' + c; tr.appendChild(td);});
+    return tr;
+  }
+  show(i) {
+    const n = this.frames.length; if(!n) return;
+    this.index = Math.max(0, Math.min(n - 1, i));
+    this.follow = this.index === n - 1;
+    const f = this.frames[this.index], d = this.doc;
+    d.querySelectorAll('#graph g.node[id^="n"]').forEach(g => /^n\d+$/.test(g.id) &&
+      this.paintNode(g, f.nodes[g.id] ? f.nodes[g.id][0] : 'NOT_TICKED', f.nodes[g.id] ? f.nodes[g.id][1] : ''));
+    Object.entries(f.phases).forEach(([id, state]) => this.paintPhase(id, state));
+    d.querySelectorAll('#graph g.edge[id^="t_"]').forEach(g => {
+      const taken = f.taken.includes(g.id); g.dataset.taken = taken ? '1' : '';
+      g.querySelectorAll('path,polygon').forEach(s => {s.setAttribute('stroke-width', taken ? '3' : '1');
+        s.setAttribute('opacity', taken ? '1' : '0.45');});
+    });
+    d.querySelectorAll('#graph g.node[id^="x_"]').forEach(g => {
+      const taken = f.exits.includes(g.id); g.dataset.taken = taken ? '1' : '';
+      const final = g.querySelector('text:last-of-type');
+      const good = final && final.textContent === 'done';
+      g.querySelectorAll('polygon').forEach(s => {
+        s.setAttribute('fill', taken ? (good ? '#c8e6c9' : '#ffcdd2') : 'white');
+        s.setAttribute('stroke-width', taken ? '2.5' : '1');});
+    });
+    const where = 'frame ' + (this.index + 1) + '/' + n + ' · tick ' + f.tick + ' · seq ' + f.seq +
+      ' · t=' + f.t.toFixed(2) + ' s';
+    this.el('where').textContent = where;
+    this.el('slider').max = n - 1; this.el('slider').value = this.index;
+    this.el('config').textContent = f.config.join(', ') || '(none)';
+    this.el('visited').textContent = f.visited.join(' → ');
+    const outcome = this.el('outcome');
+    outcome.textContent = f.result ? f.result.outcome + ' (' + f.result.reason + ')' : 'running';
+    outcome.className = f.result ? (f.result.outcome === 'succeeded' ? 'good' : 'bad') : '';
+    this.el('counters').textContent = Object.entries(f.counters).map(e => e.join(' ')).join(', ') || 'none';
+    const ledger = this.el('ledger'); ledger.replaceChildren();
+    f.commands.forEach(c => ledger.appendChild(this.row(c, 'cid')));
+    const ev = this.el('events'); ev.replaceChildren();
+    f.events.forEach(e => {const div = d.createElement('div');
+      div.textContent = String(e[0]).padStart(5) + ' ' + e[1].padEnd(12) + ' ' + e[2]; ev.appendChild(div);});
+    this.cameras(f.images);
+    const b = d.body.dataset;
+    b.frame = this.index; b.seq = f.seq; b.tick = f.tick; b.config = f.config.join(',');
+    b.images = Object.keys(f.images || {}).join(',');
+  }
+  push(frame) { // a new frame at the end (a page fed while the run goes)
+    this.frames.push(frame);
+    if(this.follow) this.show(this.frames.length - 1); else this.el('slider').max = this.frames.length - 1;
+  }
+  chartStep(dir) {
+    let i = this.index + dir;
+    while(i >= 0 && i < this.frames.length && !this.frames[i].events.some(e => e[1] === 'chart')) i += dir;
+    this.show(i);
+  }
+  play() {
+    if(this.timer){clearInterval(this.timer); this.timer = null; this.el('play').textContent = 'play'; return;}
+    this.el('play').textContent = 'pause';
+    this.timer = setInterval(() => {if(this.index >= this.frames.length - 1) this.play();
+      else this.show(this.index + 1);}, 400);
+  }
+  key(e) {
+    const k = e.key;
+    if(k === 'ArrowRight') this.show(this.index + 1); else if(k === 'ArrowLeft') this.show(this.index - 1);
+    else if(k === 'Home') this.show(0); else if(k === 'End') this.show(this.frames.length - 1);
+    else if(k === 'n') this.chartStep(1); else if(k === 'p') this.chartStep(-1);
+    else if(k === '+' || k === '=') this.panzoom.zoom(1.25); else if(k === '-') this.panzoom.zoom(0.8);
+    else if(k === '0') this.panzoom.fit();
+    else if(k === ' ') {this.play(); if(e.preventDefault) e.preventDefault();}
+  }
+  start(hash) {
+    const d = this.doc;
+    d.addEventListener('keydown', e => this.key(e));
+    this.el('prev').onclick = () => this.show(this.index - 1);
+    this.el('next').onclick = () => this.show(this.index + 1);
+    this.el('first').onclick = () => this.show(0);
+    this.el('last').onclick = () => this.show(this.frames.length - 1);
+    this.el('play').onclick = () => this.play();
+    this.el('zoom_in').onclick = () => this.panzoom.zoom(1.25);
+    this.el('zoom_out').onclick = () => this.panzoom.zoom(0.8);
+    this.el('zoom_fit').onclick = () => this.panzoom.fit();
+    const slider = this.el('slider'); slider.oninput = () => this.show(+slider.value);
+    const args = new URLSearchParams(hash);
+    let i = 0;
+    if(args.has('frame')) i = +args.get('frame');
+    if(args.has('seq')){ const s = +args.get('seq'); i = 0;
+      this.frames.forEach((f, j) => {if(f.seq <= s) i = j;}); }
+    this.show(i);
+    for(const c of (args.get('keys') || ''))
+      d.dispatchEvent(new KeyboardEvent('keydown', {key: this.keyNames[c] || c}));
+  }
 }
-function show(i){
-  index = Math.max(0, Math.min(FRAMES.length - 1, i));
-  const f = FRAMES[index];
-  document.querySelectorAll('g.node[id^="n"]').forEach(g =>
-    paint(g.id, f.nodes[g.id] ? f.nodes[g.id][0] : 'NOT_TICKED', f.nodes[g.id] ? f.nodes[g.id][1] : ''));
-  document.querySelectorAll('[id^="phase_"]').forEach(g => {
-    const id = g.id.slice(6);
-    paintPhase(id, f.config.includes(id) ? 'active' : f.visited.includes(id) ? 'visited' : 'idle');
-  });
-  document.getElementById('where').textContent = 'frame ' + (index + 1) + '/' + FRAMES.length +
-    ' · tick ' + f.tick + ' · seq ' + f.seq + ' · t=' + f.t.toFixed(2) + ' s';
-  document.getElementById('slider').value = index;
-  document.getElementById('config').textContent = f.config.join(', ') || '(none)';
-  document.getElementById('visited').textContent = f.visited.join(' → ');
-  document.getElementById('outcome').textContent = f.result ? f.result.outcome + ' (' + f.result.reason + ')' : 'running';
-  document.getElementById('counters').textContent = Object.entries(f.counters).map(e => e.join(' ')).join(', ') || 'none';
-  const ledger = document.getElementById('ledger'); ledger.replaceChildren();
-  f.commands.forEach(c => ledger.appendChild(row(c, 'cid')));
-  const ev = document.getElementById('events'); ev.replaceChildren();
-  f.events.forEach(e => {const d = document.createElement('div');
-    d.textContent = String(e[0]).padStart(5) + ' ' + e[1].padEnd(12) + ' ' + e[2]; ev.appendChild(d);});
-  document.body.dataset.frame = index; document.body.dataset.seq = f.seq;
-  document.body.dataset.tick = f.tick; document.body.dataset.config = f.config.join(',');
-}
-function chartStep(dir){
-  let i = index + dir;
-  while(i >= 0 && i < FRAMES.length && !FRAMES[i].events.some(e => e[1] === 'chart')) i += dir;
-  show(i);
-}
-function play(){ if(timer){clearInterval(timer); timer = null; return;}
-  timer = setInterval(() => {if(index >= FRAMES.length - 1){clearInterval(timer); timer = null;}
-    else show(index + 1);}, 400); }
-function onKey(e){
-  const k = e.key;
-  if(k === 'ArrowRight') show(index + 1); else if(k === 'ArrowLeft') show(index - 1);
-  else if(k === 'Home') show(0); else if(k === 'End') show(FRAMES.length - 1);
-  else if(k === 'n') chartStep(1); else if(k === 'p') chartStep(-1);
-  else if(k === ' ') {play(); e.preventDefault && e.preventDefault();}
-}
-document.addEventListener('keydown', onKey);
-document.getElementById('prev').onclick = () => show(index - 1);
-document.getElementById('next').onclick = () => show(index + 1);
-document.getElementById('first').onclick = () => show(0);
-document.getElementById('last').onclick = () => show(FRAMES.length - 1);
-document.getElementById('play').onclick = play;
-const slider = document.getElementById('slider');
-slider.max = FRAMES.length - 1; slider.oninput = () => show(+slider.value);
-document.querySelectorAll('g.node[id^="n"]').forEach(g => {g.dataset.path = NAMES[g.id] || g.id;});
-(function start(){
-  const args = new URLSearchParams(location.hash.slice(1));
-  let i = 0;
-  if(args.has('frame')) i = +args.get('frame');
-  if(args.has('seq')){ const s = +args.get('seq'); i = 0;
-    FRAMES.forEach((f, j) => {if(f.seq <= s) i = j;}); }
-  show(i);
-  const names = {R: 'ArrowRight', L: 'ArrowLeft', N: 'n', P: 'p', E: 'End', H: 'Home'};
-  for(const c of (args.get('keys') || '')) document.dispatchEvent(new KeyboardEvent('keydown', {key: names[c] || c}));
-})();
+
+const replay = new ReplayView(document);
+replay.start(location.hash.slice(1));
+window.replay = replay;

@@ -34,27 +34,79 @@ def svg_nodes(svg: str) -> dict[str, tuple[str, str, str]]:
     return out
 
 
+def title_name(text: str) -> str:
+    return text.split()[1 if text.startswith(("→", "?", "⇉", "⟲")) else 0]
+
+
 @pytest.mark.parametrize("entry", LIBRARY, ids=[e.name for e in LIBRARY])
 def test_every_library_task_draws_with_all_its_phases_and_nodes(entry: Entry) -> None:
     task = load_task(entry.yaml, skills=entry.skills())
     structure = task.structure()
-    svg = render(task)
+    svg = render(task, fold=False)
     assert isinstance(svg, str)
     nodes = svg_nodes(svg)
     names = [n["name"] for tree in structure["trees"].values() for n in tree]
-    assert sorted(text.split()[0 if not text.startswith(("→", "?", "⇉")) else 1]
-                  for text, _, _ in nodes.values()) == sorted(names)
+    assert sorted(title_name(text) for text, _, _ in nodes.values()) == sorted(names)
     assert {fill for _, fill, _ in nodes.values()} == {COLOURS[None][0]}  # no run: plain
     for phase in task.specs:
         assert f'id="phase_{phase}"' in svg
 
 
-def statuses(trace: Path, at: int | None = None) -> dict[str, str]:
+PLUMBING = (".try", ".recovery", ".gate", ".guard", ".again", ".act", ".check")
+
+
+@pytest.mark.parametrize("entry", LIBRARY, ids=[e.name for e in LIBRARY])
+def test_idioms_are_folded_into_one_node_each_by_default(entry: Entry) -> None:
+    task = load_task(entry.yaml, skills=entry.skills())
+    structure = task.structure()
+    drawn = [title_name(text) for text, _, _ in svg_nodes(str(render(task))).values()]
+    names = [n["name"] for tree in structure["trees"].values() for n in tree]
+    assert not [n for n in drawn if n.endswith(PLUMBING)]
+    assert set(drawn) == {n for n in names if not n.endswith(PLUMBING)}
+    assert len(drawn) < len(names)
+
+
+def svg_size(svg: str) -> tuple[float, float]:
+    found = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg)
+    assert found is not None
+    return float(found[1]), float(found[2])
+
+
+def test_every_task_of_the_library_draws_no_wider_than_twice_its_height() -> None:
+    """Every task file in trees/ (the shared steps aside), drawn as `harness viz` draws it."""
+    trees = Path(__file__).resolve().parents[3] / "trees"
+    library = sorted(p for p in trees.glob("*.yaml") if p.stem != "steps")
+    assert len(library) >= 6
+    for path in library:
+        width, height = svg_size(str(render(load_task(path))))
+        assert width <= 2.0 * height, (path.name, width, height)
+        assert width * height < 4000 * 2200, (path.name, width, height)  # and not huge
+
+
+def test_finals_are_grouped_and_exits_drawn_inside_their_phase() -> None:
+    task = load_task("trees/pick_and_place.yaml")
+    dot = str(render(task, fmt="dot"))
+    ends = dot[dot.index("subgraph cluster___ends {"):]
+    ends = ends[:ends.index("  }")]
+    finals = [p for p in task.specs if p == "done" or p.startswith("aborted_")]
+    assert all(f'id="phase_{f}"' in ends for f in finals)
+    approach = dot[dot.index("subgraph cluster_approach {"):]
+    approach = approach[:approach.index("\n  }")]
+    assert re.search(r'x_approach_\d+ \[id="x_approach_\d+", class="exit", shape=cds.*'
+                     r'>failed</font> ⇒ <b>aborted_approach</b>', approach)
+    # edges join phases only; none ends in a final
+    assert not re.search(r"-> a_(done|aborted_\w+) \[(?!style=invis)", dot)
+    transitions = [line for line in dot.splitlines() if "constraint=false" in line]
+    assert transitions and all('xlabel="' in line and not re.search(r"[^x]label=", line)
+                               for line in transitions)  # labels stay beside their edges
+
+
+def statuses(trace: Path, at: int | None = None, *, fold: bool = False) -> dict[str, str]:
     reader = TraceReader.open(trace)
     frame = frame_at(reader, at)
-    d = drawing(reader.structure, frame)
+    d = drawing(reader.structure, frame, fold=fold)
     fills = {fill: status for status, (fill, _) in COLOURS.items()}
-    svg = render(trace=trace, at=at)
+    svg = render(trace=trace, at=at, fold=fold)
     return {f"{d.nodes[nid].phase}:{d.nodes[nid].path}": str(fills[fill])
             for nid, (_, fill, _) in svg_nodes(str(svg)).items()}
 
@@ -73,6 +125,9 @@ def test_a_run_colours_each_node_by_how_it_ended(traces: dict[str, Path]) -> Non
     unknown = statuses(traces["unknown"])
     assert unknown["evaluate:hold_cup/hold_cup.try/grasp_ok"] == "UNKNOWN"
     assert unknown["place:put"] == "NOT_TICKED"
+    folded = statuses(traces["slip"], fold=True)  # an idiom takes its root's colour
+    assert folded["evaluate:hold_cup"] == "SUCCESS" and folded["place:put"] == "SUCCESS"
+    assert recovery not in folded and f"{recovery}/hold_cup.guard/regrasp" in folded
 
 
 def test_mid_run_shows_running_nodes_attempts_and_the_active_configuration(
@@ -94,7 +149,7 @@ def test_mid_run_shows_running_nodes_attempts_and_the_active_configuration(
 
 
 def test_dot_shows_kinds_budgets_and_bounds(traces: dict[str, Path]) -> None:
-    dot = str(render(trace=traces["clean"], fmt="dot"))
+    dot = str(render(trace=traces["clean"], fmt="dot", fold=False))
     assert "subgraph cluster_pick {" in dot and 'style="rounded,dashed"' in dot  # parallel
     assert "subgraph cluster_deliver {" in dot
     assert re.search(r"n\d+ \[[^]]*shape=hexagon[^]]*label=<<b>pick</b><br/><font "
@@ -102,7 +157,15 @@ def test_dot_shows_kinds_budgets_and_bounds(traces: dict[str, Path]) -> None:
     assert re.search(r"shape=box, style=\"filled,rounded\"[^]]*<b>go.act</b>", dot)
     assert "shape=ellipse" in dot  # a condition (recovery_gate)
     assert "task budget: retries 0/6, time ≤60 s" in dot
-    assert 'label="budget_exhausted"' in dot and 'label="done"' in dot
+    assert 'xlabel="succeeded"' in dot  # a transition between phases
+    assert ">budget_exhausted</font> ⇒ <b>aborted_budget_exhausted</b>" in dot  # an exit
+    assert ">done</font> ⇒ <b>done</b>" in dot
+    folded = str(render(trace=traces["clean"], fmt="dot"))
+    assert re.search(r'shape=box3d[^]]*label=<<b>⟲ hold_cup</b><br/><font point-size="8">'
+                     r"recover ≤2 runs", folded)
+    assert re.search(r"<b>put</b><br/><font point-size=\"8\">skill place, judged \(≤3 looks\)"
+                     r'</font><br/><font point-size="8" color="#1b5e20">#1 SUCCEEDED</font>'
+                     r'<br/><font point-size="8" color="#1b5e20">verdict SUCCEEDED', folded)
 
 
 def test_png_renders_with_the_status_colours(traces: dict[str, Path]) -> None:
@@ -119,10 +182,10 @@ def test_mermaid_is_a_well_formed_flowchart(traces: dict[str, Path]) -> None:
     assert lines[:4] == ["---", lines[1], "---", "flowchart TD"] and lines[1].startswith(
         'title: "fetch_cup')
     assert sum(line.strip().startswith("subgraph ") for line in lines) == \
-        sum(line.strip() == "end" for line in lines) == 7  # every non-final phase
-    declared = set(re.findall(r"^\s*(n\d+|a_\w+)[\[\(\{]", text, re.M))
+        sum(line.strip() == "end" for line in lines) == 8  # every non-final phase, the ends
+    declared = set(re.findall(r"^\s*(n\d+|a_\w+|x_\w+)[\[\(\{>]", text, re.M))
     declared |= set(re.findall(r"^\s*subgraph (a_\w+)", text, re.M))
-    links = re.findall(r"^\s*(\S+) (?:-->|==>|-\.->)(?:\|\"[^\"]*\"\|)? (\S+)$", text, re.M)
+    links = re.findall(r"^\s*(\S+) (?:-->|==>|-\.->)(?:\|\"?[^\"|]*\"?\|)? (\S+)$", text, re.M)
     assert links and all(a in declared | {"__start"} and b in declared for a, b in links)
     styled = [int(i) for i in re.findall(r"linkStyle (\d+) ", text)]
     assert max(styled) == len(links) - 1

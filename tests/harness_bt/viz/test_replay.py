@@ -152,14 +152,17 @@ def test_the_html_replay_steps_frames_in_a_headless_browser(traces: dict[str, Pa
     page.write_text(replay_html(reader))
     from harness_bt.viz import drawing
 
-    ids = {(n.phase, n.path): n.id for n in drawing(reader.structure).nodes.values()}
+    ids = {(n.phase, n.path): n.id for n in drawing(reader.structure).nodes.values()}  # folded
 
     def expected(i: int) -> dict[str, str]:
         return {nid: steps[i].node(phase, path).status for (phase, path), nid in ids.items()}
 
     dom = browse(page, "frame=3&keys=RRRL", tmp_path, "--dump-dom")  # 3 -> 6 -> 5
-    assert body(dom) == {"frame": "5", "seq": str(steps[5].seq), "tick": str(steps[5].tick),
-                         "config": ",".join(steps[5].configuration)}
+    shown = body(dom)
+    assert {k: shown[k] for k in ("frame", "seq", "tick", "config")} == {
+        "frame": "5", "seq": str(steps[5].seq), "tick": str(steps[5].tick),
+        "config": ",".join(steps[5].configuration)}
+    assert shown["zoom"] == "1.00" and shown["images"] == ""  # fitted; no frames recorded
     assert node_statuses(dom) == expected(5)
     charts = [i for i, f in enumerate(steps) if any(e["kind"] == "chart" for e in f.events)]
     dom = browse(page, "keys=EP", tmp_path, "--dump-dom")  # end, back one transition
