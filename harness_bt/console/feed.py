@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness_bt.recording import project_box
+from harness_bt.run.episodes import percentile
 from harness_bt.runtime.observation import Observation
 from harness_bt.viz.frames import _Folder
 from harness_bt.viz.view import view_frame
@@ -262,7 +263,7 @@ class Feed:
             verdicts={k: [list(r) for r in v] for k, v in self._verdicts.items()},
             budget=budget, control=dict(self.control),
             latency={"n": len(lat), "last_ms": _ms(self._latency[-1] if lat else None),
-                     "p50_ms": _ms(_pct(lat, 50)), "p99_ms": _ms(_pct(lat, 99))},
+                     "p50_ms": _ms(percentile(lat, 50)), "p99_ms": _ms(percentile(lat, 99))},
             stop=[list(s) for s in self.stop.stages])
         self.state = view
         self.dirty = False
@@ -296,12 +297,6 @@ def _jpeg(rgb: Any) -> bytes:
     Image.fromarray(np.ascontiguousarray(rgb[..., :3], dtype=np.uint8)).save(
         out, format="JPEG", quality=75)
     return out.getvalue()
-
-
-def _pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    return values[min(len(values) - 1, max(0, int(round(q / 100 * len(values) + 0.5)) - 1))]
 
 
 def _ms(seconds: float | None) -> float | None:

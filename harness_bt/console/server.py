@@ -34,8 +34,10 @@ from typing import Any
 from harness_bt.console.control import Breakpoint, Request, RunControl
 from harness_bt.console.feed import Feed, delta
 from harness_bt.console.page import console_page
+from harness_bt.run.runner import TaskRunner
 from harness_bt.viz.graph import drawing
 from harness_bt.viz.serve import ReplayServer
+from harness_bt.world import Perception
 
 __all__ = ["CONTROLS", "MAX_KEPT", "MAX_MESSAGE", "Console"]
 
@@ -64,9 +66,9 @@ class _Client:
 
 class Console:
     """The console of one run (see the module docstring): ``structure`` is the task's;
-    ``host`` / ``port`` where to listen (loopback, any free port by default). Use
-    :attr:`control` as the run's :class:`~harness_bt.run.episodes.RunWatch`, :meth:`start`
-    before the run, :meth:`close` after."""
+    ``host`` / ``port`` where to listen (loopback, any free port by default). It is the
+    run's :class:`~harness_bt.run.episodes.RunWatch` (``run_episodes(..., watch=console)``);
+    :meth:`start` before the run, :meth:`close` after."""
 
     def __init__(self, structure: Mapping[str, Any], *, host: str = "127.0.0.1",
                  port: int = 0, start_paused: bool = False, token: str | None = None,
@@ -136,6 +138,19 @@ class Console:
                     if alias and counts[alias] == 1:
                         keys.setdefault(alias, (phase, n["path"]))
         return keys
+
+    # ------------------------------------------------------------ RunWatch (the run's thread)
+
+    def perception(self, perceive: Perception) -> Perception:
+        return self.control.perception(perceive)
+
+    def attach(self, runner: TaskRunner, index: int) -> None:
+        """Watch ``runner``: its trace feeds the page; the controls reach it."""
+        runner.trace.listeners.append(self.feed.on_event)
+        self.control.attach(runner, index)
+
+    def ticked(self, runner: TaskRunner) -> None:
+        self.control.ticked(runner)
 
     # ------------------------------------------------------------ lifecycle
 
