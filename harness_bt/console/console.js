@@ -77,8 +77,9 @@
     body.held = c.held ? c.held.node : '';
     el('c_tick').textContent = 'tick ' + c.tick;
     body.tick = c.tick; body.ticks = c.tick;
-    el('c_state').textContent = c.stop ? 'stopping' : c.held ? 'held at ' + c.held.node +
-      ' (' + c.held.when + ')' : c.paused ? 'paused' : c.phase === 'finished' ? 'finished' : 'running';
+    el('c_state').textContent = c.phase === 'finished' ? 'finished' : c.stop ? 'stopping' :
+      c.held ? 'held at ' + c.held.node + ' (' + c.held.when + ')' : c.paused ? 'paused' :
+      c.phase === 'draining' ? 'ending' : 'running';
     el('c_held').textContent = c.held ? 'held ' + c.held.when + ' ' + c.held.node +
       ' (' + c.held.status + ')' : '';
     const list = el('breakpoints'); list.replaceChildren();
@@ -138,9 +139,9 @@
     else if (m.type === 'ack') {
       if (m.ok === false) { log(m.op + ' refused: ' + m.error + ': ' + m.message, 'error'); body.error = m.error; }
       else if (m.stage !== 'received') log(m.op + ' done at tick ' + m.tick);
-      body.acked = (body.acked ? +body.acked : 0) + (m.stage === 'received' ? 0 : 1);
+      if (m.stage === 'received') body.received = m.op + ' ' + m.id; else body.acked = m.op + ' ' + m.id;
     } else if (m.type === 'alert') {
-      if (m.kind === 'control') log(m.op + (m.node ? ' ' + m.node + ' (' + (m.when || '') + ')' : '') +
+      if (m.kind === 'control') log(m.op + (m.node ? ' ' + m.node + (m.when ? ' (' + m.when + ')' : '') : '') +
         ' by ' + ((m.who || {}).client || '?') + ' at tick ' + m.tick);
       else if (m.kind === 'run_end') log('the run ended ' + m.outcome + ' (' + m.reason + ')');
       else if (m.kind === 'episode') log('episode ' + (m.episode + 1) + ' (' + m.run_id + ')');

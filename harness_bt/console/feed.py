@@ -174,7 +174,7 @@ class Feed:
         """``perceive``, keeping the latest camera images and what it made of them."""
         def watched(obs: Observation) -> Sequence[ObjectUpdate]:
             updates = perceive(obs)
-            if self.watching and obs.cameras:
+            if obs.cameras:
                 now = time.monotonic()
                 if now - self._grabbed_at >= self.image_period:
                     self._grabbed_at = now

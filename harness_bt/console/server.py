@@ -83,6 +83,7 @@ class Console:
                                   perceive=self.feed.perception)
         self.period = 1.0 / rate_hz
         self.clients: list[_Client] = []
+        self.last_images: dict[str, bytes] = {}
         self.updates = 0
         self._number = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -213,6 +214,7 @@ class Console:
                     for c in self.clients:
                         c.wake.set()
                 images = self.feed.images()
+                self.last_images.update(images)
                 for c in self.clients:
                     for camera, message in images:
                         c.images[camera] = message  # the latest per camera
@@ -261,8 +263,10 @@ class Console:
         await ws.send_text(_dumps({"type": "hello", "client": c.who["client"],
                                    "nodes": ids, "controls": list(CONTROLS),
                                    "max_message": MAX_MESSAGE}))
+        c.images = dict(self.last_images)  # what the cameras showed last
         self.clients.append(c)
         self.feed.watching = True
+        c.wake.set()
         sender = asyncio.ensure_future(self._send_loop(c))
         try:
             while not sender.done():
