@@ -147,6 +147,7 @@ class Feed:
         self._queue: collections.deque[dict[str, Any]] = collections.deque()
         self._lock = threading.Lock()
         self._raw: dict[str, tuple[Observation, list[ObjectUpdate]]] = {}
+        self._encoded: dict[str, bytes] = {}
         self._grabbed_at = 0.0
         self.episode = -1
         self.state: dict[str, Any] | None = None
@@ -269,11 +270,16 @@ class Feed:
         self.dirty = False
         return view
 
-    def images(self) -> list[tuple[str, bytes]]:
-        """The camera images kept since the last call, as binary messages (camera, message)."""
+    def encode(self) -> None:
+        """Compress the camera images kept since the last call (JPEG, with the perceived
+        objects' boxes in the header), while someone watches. Called on the run's thread
+        between two ticks, outside any decision: compressing on the console's thread would
+        hold the interpreter while the run decides."""
+        if not self.watching:
+            return
         with self._lock:
             raw, self._raw = self._raw, {}
-        out = []
+        out = {}
         for name, (obs, updates) in raw.items():
             cam = obs.cameras[name]
             if cam.rgb is None:
@@ -285,8 +291,16 @@ class Feed:
             header = {"camera": name, "id": self._images, "w": int(width), "h": int(height),
                       "boxes": boxes, "timestep": obs.timestep, "mime": "image/jpeg",
                       "objects": sorted(u.object_id for u in updates if not u.removed)}
-            out.append((name, image_message(header, _jpeg(cam.rgb))))
-        return out
+            out[name] = image_message(header, _jpeg(cam.rgb))
+        if out:
+            with self._lock:
+                self._encoded.update(out)
+
+    def images(self) -> list[tuple[str, bytes]]:
+        """The camera images compressed since the last call (camera, binary message)."""
+        with self._lock:
+            out, self._encoded = self._encoded, {}
+        return list(out.items())
 
 
 def _jpeg(rgb: Any) -> bytes:
