@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
 
 from rich.console import Console as Terminal
@@ -76,7 +76,5 @@ def stay_up(console: Console | None, exit_with_run: bool) -> None:
         return
     Terminal(stderr=True).print(f"the run is over; the console stays up at {console.url} "
                                 "until Ctrl-C", highlight=False)
-    try:
+    with suppress(KeyboardInterrupt):
         threading.Event().wait()
-    except KeyboardInterrupt:
-        pass

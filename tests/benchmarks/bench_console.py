@@ -21,8 +21,8 @@ import argparse
 import json
 import socket
 import statistics
-import sys
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
