@@ -296,8 +296,12 @@ class Feed:
             with self._lock:
                 self._encoded.update(out)
 
-    def images(self) -> list[tuple[str, bytes]]:
-        """The camera images compressed since the last call (camera, binary message)."""
+    def images(self, *, held: bool = False) -> list[tuple[str, bytes]]:
+        """The camera images compressed since the last call (camera, binary message);
+        ``held``: the run is paused or over (it decides nothing), so what it kept last is
+        compressed here."""
+        if held:
+            self.encode()
         with self._lock:
             out, self._encoded = self._encoded, {}
         return list(out.items())

@@ -84,6 +84,7 @@ class Console:
         self.period = 1.0 / rate_hz
         self.clients: list[_Client] = []
         self.last_images: dict[str, bytes] = {}
+        self.failed: str | None = None
         self.updates = 0
         self._number = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -209,31 +210,43 @@ class Console:
         self._control_status = dict(status)  # read by the pump (a reference swap)
 
     async def _pump(self) -> None:
-        """Fold the run's events and hand each client what changed, ``rate_hz`` at most."""
+        """Fold the run's events and hand each client what changed, ``rate_hz`` at most. A
+        failure here is reported once and never reaches the run."""
         while True:
-            alerts = self.feed.drain()
-            control = self._control_status
-            if control != self.feed.control:
-                self.feed.control = control
-                self.feed.dirty = True
-            if self.clients:
-                for alert in alerts:
-                    self._keep_all(alert)
-                if self.feed.dirty or self.feed.state is None:
-                    self.feed.build()
-                    self.updates += 1
-                    for c in self.clients:
-                        c.wake.set()
-                images = self.feed.images()
-                self.last_images.update(images)
-                for c in self.clients:
-                    for camera, message in images:
-                        c.images[camera] = message  # the latest per camera
-                    if images:
-                        c.wake.set()
-            elif self.feed.dirty:
-                self.feed.build()
+            try:
+                self._pump_once()
+            except Exception as exc:  # the console may fail; the run goes on
+                if not self.failed:
+                    import traceback
+
+                    traceback.print_exc()
+                    self.failed = f"{type(exc).__name__}: {exc}"
             await asyncio.sleep(self.period)
+
+    def _pump_once(self) -> None:
+        alerts = self.feed.drain()
+        control = self._control_status
+        if control != self.feed.control:
+            self.feed.control = control
+            self.feed.dirty = True
+        if self.clients:
+            for alert in alerts:
+                self._keep_all(alert)
+            if self.feed.dirty or self.feed.state is None:
+                self.feed.build()
+                self.updates += 1
+                for c in self.clients:
+                    c.wake.set()
+            images = self.feed.images(held=bool(control.get("paused") or control.get(
+                "held") or control.get("phase") == "finished"))
+            self.last_images.update(images)
+            for c in self.clients:
+                for camera, message in images:
+                    c.images[camera] = message  # the latest per camera
+                if images:
+                    c.wake.set()
+        elif self.feed.dirty:
+            self.feed.build()
 
     def _keep(self, c: _Client, message: Mapping[str, Any]) -> None:
         if len(c.kept) >= MAX_KEPT:
