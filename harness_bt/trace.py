@@ -17,7 +17,12 @@ out), ``breaker``, ``verdict`` (with evidence), ``recovery``, ``waiting`` (for a
 ``blackboard`` (a write), ``reconcile``, ``latency`` (``which`` = ``decision`` or
 ``protection``), ``notice``, ``orphan_event``, ``error``, ``stop``, ``stalled``, ``draining``,
 ``drain_timeout``, ``frame`` (camera frames recorded beside the trace:
-:mod:`harness_bt.recording`), ``run_end`` (the result).
+:mod:`harness_bt.recording`), ``control`` (a request from the live console: pause, resume,
+step, a breakpoint set, reached or cleared, a stop; who asked and when:
+:mod:`harness_bt.console`), ``run_end`` (the result).
+
+``Trace.listeners`` are called with every event as it is written (the live console reads
+the run from there); a listener must return at once.
 
 :class:`TraceReader` rebuilds the state at any ``seq``: chart configuration, node statuses,
 command states, world version, counters.
@@ -71,6 +76,7 @@ class Trace:
         self.seq = 0
         self.tick = 0
         self.plan_version: Callable[[], int] = lambda: 0
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
         self._fh: IO[str] | None = None
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,6 +101,8 @@ class Trace:
             self.events.append(event)
         if self._fh is not None:
             self._fh.write(json.dumps(event, separators=(",", ":")) + "\n")
+        for listener in self.listeners:
+            listener(event)
         return event
 
     def flush(self) -> None:

@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console, Group
@@ -28,16 +28,26 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from harness_bt.cli.console import (
+    CONSOLE_EXIT_HELP,
+    CONSOLE_HELP,
+    CONSOLE_PAUSED_HELP,
+    live_console,
+    stay_up,
+)
 from harness_bt.cli.spec import SET_HELP, parse_set
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
 from harness_bt.phases import Task
-from harness_bt.run.episodes import RunReport, percentile, run_episodes
+from harness_bt.run.episodes import RunReport, RunWatch, percentile, run_episodes
 from harness_bt.run.journal import RunJournal
 from harness_bt.run.resume import DurableRun, open_durable, start_durable
 from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions, runtime_registry
 from harness_bt.spec import load_task
+
+if TYPE_CHECKING:
+    from harness_bt.console import Console as LiveConsole
 
 __all__ = ["parse_inject", "render_summary", "resume", "run", "why_text"]
 
@@ -257,6 +267,9 @@ def run(
                                        "frames the harness perceives (JPEG, 5 per second per "
                                        "camera) in NAME.frames.tar beside the --trace, for "
                                        "harness replay and harness export."),
+    console: str = typer.Option(None, "--console", help=CONSOLE_HELP),
+    console_exit: bool = typer.Option(False, "--console-exit", help=CONSOLE_EXIT_HELP),
+    console_paused: bool = typer.Option(False, "--console-paused", help=CONSOLE_PAUSED_HELP),
 ) -> None:
     """Run a task file against a simulator, episode by episode, and report honestly."""
     task = load_task(task_file, params=parse_set(set_))
@@ -309,8 +322,10 @@ def run(
             import tempfile
 
             trace = Path(stack.enter_context(tempfile.TemporaryDirectory())) / f"{task.name}.jsonl"
+        live = stack.enter_context(live_console(console, task, as_json=as_json,
+                                                paused=console_paused))
         report = _run(task, options, bridge, perception, trace, as_json, open_journal,
-                      record_frames=5.0 if record_frames else None)
+                      record_frames=5.0 if record_frames else None, watch=live)
         if graph is not None and report.episodes and report.episodes[-1].trace_path:
             from harness_bt.viz.render import render, write
 
@@ -320,14 +335,17 @@ def run(
         if temporary:  # deleted with its directory: the report does not point at it
             report = dataclasses.replace(report, episodes=tuple(
                 dataclasses.replace(e, trace_path=None) for e in report.episodes))
-    _report(report, as_json)
+        _report(report, as_json, live, console_exit)
 
 
-def _report(report: RunReport, as_json: bool) -> None:
+def _report(report: RunReport, as_json: bool, live: LiveConsole | None = None,
+            console_exit: bool = True) -> None:
     if as_json:
         sys.stdout.write(json.dumps(report.to_dict()) + "\n")
+        sys.stdout.flush()
     else:
         render_summary(report, Console() if Console().is_terminal else Console(width=140))
+    stay_up(live, console_exit)
     if report.false_success_count:
         raise typer.Exit(2)
     if not report.episodes or any(not e.succeeded for e in report.episodes):
@@ -344,6 +362,9 @@ def resume(
     trace: Path = typer.Option(None, "--trace", help="JSONL trace of the resumed part "
                                "(default: the run's trace name with .resumed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    console: str = typer.Option(None, "--console", help=CONSOLE_HELP),
+    console_exit: bool = typer.Option(False, "--console-exit", help=CONSOLE_EXIT_HELP),
+    console_paused: bool = typer.Option(False, "--console-paused", help=CONSOLE_PAUSED_HELP),
 ) -> None:
     """Finish a journaled run after the harness died; no completed command runs again.
 
@@ -374,17 +395,19 @@ def resume(
                    if cp is not None else "no checkpoint yet (from the start), ")
                 + f"{len(durable.ledger.restarted)} command(s) left open, against {url}",
                 highlight=False)
-        report = _run(task, options, header.bridge, header.perception, trace, as_json,
-                      lambda _: durable)
+        with live_console(console, task, as_json=as_json, paused=console_paused) as live:
+            report = _run(task, options, header.bridge, header.perception, trace, as_json,
+                          lambda _: durable, watch=live)
+            durable.close()
+            _report(report, as_json, live, console_exit)
     finally:
         durable.close()
-    _report(report, as_json)
 
 
 def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
          trace: Path | None, as_json: bool,
          open_journal: Callable[[EpisodeRuntime], DurableRun] | None = None, *,
-         record_frames: float | None = None) -> RunReport:
+         record_frames: float | None = None, watch: RunWatch | None = None) -> RunReport:
     episodes = options.episodes
     seed = options.seed
     sim = options.sim_url
@@ -405,7 +428,7 @@ def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
             with _LiveView(console, episodes) as view:
                 report = run_episodes(task, options, perception=perception, trace=trace,
                                       on_tick=view, runtime=runtime, durable=durable,
-                                      record_frames=record_frames)
+                                      record_frames=record_frames, watch=watch)
         else:
             if not as_json:
                 given = ", ".join(f"{k}={v}" for k, v in options.params.items())
@@ -419,7 +442,7 @@ def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
             with _c_stdout_to_stderr(True):
                 report = run_episodes(task, options, perception=perception, trace=trace,
                                       runtime=runtime, durable=durable,
-                                      record_frames=record_frames)
+                                      record_frames=record_frames, watch=watch)
     finally:
         runtime.close()
         if durable is not None and open_journal is not None:

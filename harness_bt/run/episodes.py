@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from harness_bt.errors import DefinitionError
 from harness_bt.evaluation import EvaluatorRegistry
@@ -50,6 +50,7 @@ from harness_bt.world import Perception, perception_registry
 __all__ = [
     "EpisodeReport",
     "RunReport",
+    "RunWatch",
     "TickHook",
     "percentile",
     "run_episodes",
@@ -57,6 +58,20 @@ __all__ = [
 
 #: Called after every tick: (runner, episode index, runtime).
 TickHook = Callable[[TaskRunner, int, EpisodeRuntime], None]
+
+
+class RunWatch(Protocol):
+    """Something that watches and steers each episode from the run's own thread (the live
+    console, :mod:`harness_bt.console`): it sees what the perception sees, is given each
+    runner before its first tick, and is called after every tick, where it may hold the run
+    (paused) or stop it. It never blocks a stop: a stop it asks for goes through
+    :meth:`TaskRunner.stop` like any other."""
+
+    def perception(self, perceive: Perception) -> Perception: ...
+
+    def attach(self, runner: TaskRunner, index: int) -> None: ...
+
+    def ticked(self, runner: TaskRunner) -> None: ...
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -301,13 +316,15 @@ def run_episodes(
     evaluators: EvaluatorRegistry | None = None,
     durable: DurableRun | None = None,
     record_frames: float | None = None,
+    watch: RunWatch | None = None,
 ) -> RunReport:
     """Run ``task`` for ``options.episodes`` episodes (see the module docstring). ``runtime``
     (opened by the caller, who then closes it) replaces the ``bridge`` entry point.
     ``durable`` (one episode only) journals the run in its file and, when it holds a
     checkpoint, resumes from there (:mod:`harness_bt.run.resume`). ``record_frames`` (per
     second, per camera; needs ``trace``) records camera frames beside each episode's trace
-    (:mod:`harness_bt.recording`)."""
+    (:mod:`harness_bt.recording`). ``watch`` watches and steers each episode
+    (:class:`RunWatch`)."""
     if record_frames is not None and trace is None:
         raise DefinitionError("INVALID_OPTION", "recording camera frames needs a trace: the "
                               "frames go beside it", fix="pass --trace run.jsonl too")
@@ -342,6 +359,8 @@ def run_episodes(
                 recorder = FrameRecorder(frames_path(path), recording, rate_hz=record_frames)
                 trace_to = recording
                 perceive = recorder.wrap(perceive)
+            if watch is not None:
+                perceive = watch.perception(perceive)
             runner = TaskRunner(task, bridge=timed, clock=runtime.clock,
                                 tick_period_s=runtime.control_period_s,
                                 perception=perceive, skills=skills,
@@ -355,6 +374,8 @@ def run_episodes(
             if isinstance(epoch, int) and not isinstance(epoch, bool) \
                     and epoch > runner.ledger.epoch:
                 runner.ledger.epoch = epoch
+            if watch is not None:
+                watch.attach(runner, index)
             began = time.perf_counter()
             while runner.phase != "finished":
                 runner.tick()
@@ -367,6 +388,8 @@ def run_episodes(
                     runner.stop("max_ticks", "max_ticks")
                 if on_tick is not None:
                     on_tick(runner, index, runtime)
+                if watch is not None:
+                    watch.ticked(runner)
                 runtime.clock.sleep(runtime.control_period_s)
             wall = time.perf_counter() - began
             end = runtime.finish_episode()
