@@ -9,9 +9,9 @@ physical contract refuses them with a message that names the field.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from skills.geometry import DOWN, HOME_JOINTS, grasp_orientation, qnormalize, yaw_of
 
@@ -43,9 +43,21 @@ Pose = Annotated[list[float], AfterValidator(_three_or_seven)]
 
 
 class SkillParams(BaseModel):
-    """Base of every params model: frozen, unknown fields refused."""
+    """Base of every params model: frozen, unknown fields refused, and a boolean is no number
+    (``settle_s: false`` is refused, as the JSON Schema refuses it, not read as 0.0)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, bool) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            if annotation is not None and bool not in get_args(annotation) and \
+                    annotation is not bool and (annotation in (int, float) or
+                                                {int, float} & set(get_args(annotation))):
+                raise ValueError("a number is expected, not true / false")
+        return value
 
 
 def _pose(description: str) -> Any:

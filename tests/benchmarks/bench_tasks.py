@@ -90,6 +90,14 @@ def oracle(task: str, params: dict[str, Any], episodes: int, seed: int,
         return float(np.mean([r["success"] or 0.0 for r in env.results()["episodes"]]))
 
 
+def _kinds(faults: list[dict[str, Any]]) -> dict[str, int]:
+    """How many faults of each kind fired (an occluded camera fires every few steps)."""
+    out: dict[str, int] = {}
+    for f in faults:
+        out[f["kind"]] = out.get(f["kind"], 0) + 1
+    return out
+
+
 def row(task: str, params: dict[str, Any], condition: str, episodes: int,
         seed: int) -> dict[str, Any]:
     """One row: the harness's run and the oracle's, on the same seeds."""
@@ -119,7 +127,7 @@ def row(task: str, params: dict[str, Any], condition: str, episodes: int,
     failures = [
         f"{task} {params}/{condition} ep {e.index} (seed {e.seed}): harness {e.reason}, "
         f"simulator {e.sim_success} ({e.sim_ended_by}); faults "
-        f"{recorded.get(e.index, {}).get('faults')}; not succeeded: "
+        f"{_kinds(recorded.get(e.index, {}).get('faults') or [])}; not succeeded: "
         f"{e.details.get('command_reasons')}"
         for e in report.episodes if not e.succeeded or e.false_success or e.sim_success is not True]
     return {

@@ -182,3 +182,15 @@ def test_two_commands_needing_the_arm_cannot_both_be_accepted() -> None:
         ledger.submit(cmd("b", "home"), now=0.1)
     assert err.value.code == "RESOURCE_BUSY"
     assert "arm" in err.value.message
+
+
+def test_a_boolean_is_no_number_in_skill_params() -> None:
+    """``settle_s: false`` is refused, as the task schema refuses it (not read as 0.0)."""
+    from pydantic import ValidationError
+
+    from skills.params import LiftParams
+
+    with pytest.raises(ValidationError, match="a number is expected"):
+        LiftParams(object_id="red_cube", object_pose=[0.5, 0.0, 0.02], settle_s=False)
+    lift = LiftParams(object_id="red_cube", object_pose=[0.5, 0.0, 0.02], settle_s=1)
+    assert lift.settle_s == 1.0
