@@ -1,8 +1,15 @@
-"""Shared test helpers: render a runner's state compactly, tick with a fake clock."""
+"""Shared test helpers: render a runner's state compactly, tick with a fake clock, drive a
+headless Chromium."""
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from harness_bt import FakeClock, TaskRunner
 
@@ -63,3 +70,27 @@ def runner_for(task: Any, clock: FakeClock, rt: Any, **kw: Any) -> TaskRunner:
 
 def last_failure(runner: TaskRunner) -> dict[str, Any]:
     return runner.trace.of_kind("failure")[-1]["data"]["outcome"]
+
+
+@contextlib.contextmanager
+def chromium(tmp_path: Path, size: str = "1400,900") -> Iterator[Any]:
+    """A headless Chromium driven by Selenium (Debian's chromium and chromium-driver), quit on
+    exit; a missing browser fails the test with how to install it."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver_exe = shutil.which("chromedriver")
+    if exe is None or driver_exe is None:
+        pytest.fail("chromium and chromium-driver are needed: `make test` installs them with "
+                    "apt when root, or apt-get install chromium chromium-driver")
+    options = webdriver.ChromeOptions()
+    options.binary_location = exe
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", f"--window-size={size}",
+                "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(options=options, service=Service(driver_exe))
+    try:
+        yield driver
+    finally:
+        driver.quit()

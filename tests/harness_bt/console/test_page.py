@@ -7,7 +7,6 @@ Screenshots of each state are saved (``CONSOLE_SHOTS`` names a folder to keep th
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,28 +14,13 @@ from typing import Any
 import pytest
 
 from tests.harness_bt.console.conftest import LiveRun
+from tests.harness_bt.helpers import chromium
 
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver_exe = shutil.which("chromedriver")
-    if exe is None or driver_exe is None:
-        pytest.fail("chromium and chromium-driver are needed: `make test` installs them with "
-                    "apt when root, or apt-get install chromium chromium-driver")
-    options = webdriver.ChromeOptions()
-    options.binary_location = exe
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1500,950",
-                "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options, service=Service(driver_exe))
-    try:
+    with chromium(tmp_path, "1500,950") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def data(driver: Any) -> dict[str, str]:

@@ -21,28 +21,13 @@ from harness_bt.trace import TraceReader
 from harness_bt.viz.html import replay_html
 from harness_bt.viz.serve import ReplayServer
 from harness_bt.viz.view import Images, view_frames
+from tests.harness_bt.helpers import chromium
 
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver_exe = shutil.which("chromedriver")
-    if exe is None or driver_exe is None:
-        pytest.fail("chromium and chromium-driver are needed: `make test` installs them with "
-                    "apt when root, or apt-get install chromium chromium-driver")
-    options = webdriver.ChromeOptions()
-    options.binary_location = exe
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,900",
-                "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options, service=Service(driver_exe))
-    try:
+    with chromium(tmp_path, "1400,900") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def data(driver: object) -> dict[str, str]:
