@@ -10,7 +10,7 @@ list down.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import typer
@@ -142,6 +142,22 @@ def _skill_detail(out: _Out, entry: SkillEntry) -> None:
              f"{life['cancel']}")
 
 
+
+def _one_or_all(entries: Sequence[Any], name: str | None, as_json: bool,
+                detail: Callable[[_Out, Any], None]) -> _Out | None:
+    """Print the JSON of every entry (or of the one ``name``d), or the named one's detail, and
+    return None; with neither, the output the caller prints its table of all to."""
+    if name is not None:
+        entries = [e for e in entries if e.name == name]
+    if as_json:
+        _echo_json([e.to_dict() for e in entries] if name is None else entries[0].to_dict())
+        return None
+    out = _Out()
+    if name is not None:
+        detail(out, entries[0])
+        return None
+    return out
+
 def skills(
     name: str = typer.Argument(None, help="A skill to describe (default: list them all)."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -154,14 +170,8 @@ def skills(
                  "name an installed skill (harness skills lists them), or install the package "
                  "that provides it")
     entries = skill_entries(skills_, evaluators=evaluators_, executors=executors)
-    if name is not None:
-        entries = [e for e in entries if e.name == name]
-    if as_json:
-        _echo_json([e.to_dict() for e in entries] if name is None else entries[0].to_dict())
-        return
-    out = _Out()
-    if name is not None:
-        _skill_detail(out, entries[0])
+    out = _one_or_all(entries, name, as_json, _skill_detail)
+    if out is None:
         return
     out.table(["skill", "resources", "judged by", "package", "description"],
               [[e.name, ", ".join(e.resources), _evaluated_by(e), str(e.source),
@@ -330,14 +340,8 @@ def scenes(
                  "name an installed scene (harness scenes lists them), or give a task the "
                  "path of a scene file")
     entries = scene_entries(registry)
-    if name is not None:
-        entries = [e for e in entries if e.name == name]
-    if as_json:
-        _echo_json([e.to_dict() for e in entries] if name is None else entries[0].to_dict())
-        return
-    out = _Out()
-    if name is not None:
-        _scene_detail(out, entries[0])
+    out = _one_or_all(entries, name, as_json, _scene_detail)
+    if out is None:
         return
     out.table(["scene", "objects", "success condition", "package"],
               [[e.name, ", ".join(o["id"] for o in e.objects()) or "(does not load)",
