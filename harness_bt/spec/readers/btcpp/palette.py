@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from harness_bt.nodes.base import NodeManifest
 from harness_bt.spec.readers.btcpp.chart import TASK_PORTS
 from harness_bt.spec.readers.btcpp.elements import Element
+from harness_bt.spec.readers.btcpp.mapping import TreeReader
 from harness_bt.spec.registries import Registries
 
 __all__ = ["SKILL_PORTS", "port_syntax", "tree_nodes_model"]
@@ -51,24 +52,12 @@ def _port(direction: str, name: str, kind: str, description: str,
     return Element(direction, attrs, 0, 0, text=text)
 
 
-def _annotation_kind(annotation: Any) -> str:
-    origin = typing.get_origin(annotation)
-    if origin in (list, tuple) or annotation in (list, tuple):
-        return "list"
-    if origin is dict or annotation is dict:
-        return "dict"
-    if origin is typing.Union or type(annotation).__name__ == "UnionType":
-        kinds = [_annotation_kind(a) for a in typing.get_args(annotation) if a is not type(None)]
-        return kinds[0] if len(kinds) == 1 else "any"
-    return {str: "str", int: "int", float: "float", bool: "bool"}.get(annotation, "any")
-
-
 def _cpp_type(annotation: Any) -> str:
     """``list[float]`` -> ``std::vector<double>``."""
-    kind = _annotation_kind(annotation)
+    kind = TreeReader.field_kind(annotation)
     if kind == "list":
         args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
-        item = _CPP.get(_annotation_kind(args[0]), "std::string") if args else "std::string"
+        item = _CPP.get(TreeReader.field_kind(args[0]), "std::string") if args else "std::string"
         return f"std::vector<{item}>"
     return _CPP.get(kind, "std::string")
 
@@ -117,7 +106,7 @@ def _skill(name: str, skill: Any) -> Element:
         default = None if info.is_required() else info.default
         text = "; ".join(t for t in (info.description or "", _bounds(info),
                                      "" if default is not None else "required") if t)
-        el.children.append(_port("input_port", field_name, _annotation_kind(info.annotation),
+        el.children.append(_port("input_port", field_name, TreeReader.field_kind(info.annotation),
                                  text, default, _cpp_type(info.annotation)))
     for port, (direction, kind, text) in SKILL_PORTS.items():
         el.children.append(_port(direction, port, kind, text))
