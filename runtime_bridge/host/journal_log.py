@@ -123,10 +123,7 @@ def _corrupt(path: Path, offset: int, problem: str) -> BridgeError:
                        "runtime)")
 
 
-def read_rows(path: str | os.PathLike[str]) -> dict[str, Row]:
-    """Every record's latest row, by command id, as a reader in another process sees it: the
-    SQLite rows with the log segments applied on top, changing nothing on disk. A missing
-    journal reads as empty."""
+def _sqlite_rows(path: str | os.PathLike[str]) -> dict[str, Row]:
     out: dict[str, Row] = {}
     with contextlib.suppress(sqlite3.OperationalError):  # no file, or no table yet
         db = sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True)
@@ -135,13 +132,40 @@ def read_rows(path: str | os.PathLike[str]) -> dict[str, Row]:
                 out[row[0]] = tuple(row)
         finally:
             db.close()
-    found = segments(path)
-    for i, seg in enumerate(found):
-        with contextlib.suppress(FileNotFoundError):  # folded while we read: SQLite has it
-            for payload in _frames(seg, last=i == len(found) - 1):
-                for row in _loads(payload)[0]:
-                    out[row[0]] = row
     return out
+
+
+def _last(found: list[Path]) -> str | None:
+    return found[-1].name if found else None
+
+
+_READ_ATTEMPTS = 200
+
+
+def read_rows(path: str | os.PathLike[str]) -> dict[str, Row]:
+    """Every record's latest row, by command id, as a reader in another process sees it: the
+    SQLite rows with the log segments applied on top, changing nothing on disk. A missing
+    journal reads as empty.
+
+    The writer may fold while this reads (commit a segment's rows to SQLite, then delete the
+    segment). A read is kept only if no fold can have slipped between its SQLite read and its
+    segment reads: every segment listed before the SQLite read was still there to be read, and
+    no segment was created meanwhile (each fold starts one). Otherwise it reads again."""
+    for _ in range(_READ_ATTEMPTS):
+        found = segments(path)
+        out = _sqlite_rows(path)
+        try:
+            for i, seg in enumerate(found):
+                for payload in _frames(seg, last=i == len(found) - 1):
+                    for row in _loads(payload)[0]:
+                        out[row[0]] = row
+        except FileNotFoundError:  # folded after the SQLite read: read again
+            continue
+        if _last(segments(path)) == _last(found):
+            return out
+    raise BridgeError("JOURNAL_FAILED", f"the runtime journal {path} changed under every one "
+                      f"of {_READ_ATTEMPTS} reads", where=os.fspath(path),
+                      fix="read it again when its runtime is less busy, or stop the runtime")
 
 
 class LoggedRuntimeJournal:

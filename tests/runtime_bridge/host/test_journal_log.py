@@ -64,6 +64,58 @@ def test_a_write_is_an_append_readable_at_once_and_a_fold_moves_it_into_sqlite(t
     assert segments(path) == []  # closing folds what is left and removes the empty segment
 
 
+@pytest.mark.parametrize("folds", [1, 2])
+def test_a_reader_never_misses_a_row_folded_while_it_reads(tmp_path, monkeypatch, folds):
+    """The writer folds between the reader's SQLite read and its segment reads (the segment
+    it would have read is gone, or a new one started): the reader reads again rather than
+    return the state from before the fold."""
+    import runtime_bridge.host.journal_log as journal_log
+
+    path = tmp_path / "runtime.db"
+    journal = LoggedRuntimeJournal(path)
+    journal.write([record("c")])
+    journal.fold()
+    journal.write([record("c", RuntimeState.CONTROL_DONE, finished=2.0), record("d")])
+    read = journal_log._sqlite_rows
+    calls = []
+
+    def fold_after_reading(p):
+        rows = read(p)
+        calls.append(len(rows))
+        if len(calls) <= folds:  # the writer folds (and writes again) right after this read
+            journal.fold()
+            journal.write([record(f"e{len(calls)}")])
+        return rows
+
+    monkeypatch.setattr(journal_log, "_sqlite_rows", fold_after_reading)
+    rows = read_rows(path)
+    assert rows["c"][3] == "CONTROL_DONE" and "d" in rows
+    assert {f"e{i}" for i in range(1, folds + 1)} <= set(rows)
+    assert len(calls) == folds + 1  # one read spoilt by each fold, then a clean one
+    journal.close()
+
+
+def test_a_reader_gives_up_with_a_clear_error_on_a_journal_that_never_holds_still(
+        tmp_path, monkeypatch):
+    import runtime_bridge.host.journal_log as journal_log
+
+    path = tmp_path / "runtime.db"
+    journal = LoggedRuntimeJournal(path)
+    read = journal_log._sqlite_rows
+
+    def fold_every_time(p):
+        rows = read(p)
+        journal.write([record(f"x{len(rows)}")])
+        journal.fold()
+        return rows
+
+    monkeypatch.setattr(journal_log, "_sqlite_rows", fold_every_time)
+    monkeypatch.setattr(journal_log, "_READ_ATTEMPTS", 5)
+    with pytest.raises(BridgeError, match="changed under every one of 5 reads"):
+        read_rows(path)
+    journal.close()
+
+
 def test_the_latest_row_wins_across_folds_and_reopening(tmp_path):
     path = tmp_path / "runtime.db"
     journal = LoggedRuntimeJournal(path)
