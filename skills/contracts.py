@@ -31,6 +31,7 @@ from skills.params import (
     MoveEeToParams,
     PlaceParams,
     ReleaseParams,
+    RunPolicyParams,
     grasp_goal,
     move_goal,
     place_goal,
@@ -45,6 +46,7 @@ __all__ = [
     "MOVE_EE_TO",
     "PLACE",
     "RELEASE",
+    "RUN_POLICY",
     "SKILLS",
     "skill_registry",
 ]
@@ -137,6 +139,27 @@ def _place_checks(p: PlaceParams, world: WorldView) -> list[Violation]:
     return out
 
 
+def _policy_checks(p: RunPolicyParams, world: WorldView) -> list[Violation]:
+    from harness_bt.policy.embodiment import EMBODIMENTS
+
+    out: list[Violation] = []
+    if p.embodiment not in EMBODIMENTS:
+        out.append(Violation("params.embodiment", f"no embodiment {p.embodiment!r}",
+                             code="INVALID_PARAMS", value=p.embodiment,
+                             fix=f"use one of: {', '.join(EMBODIMENTS)}"))
+    if p.object_id is None:
+        return out
+    out += checks.check_object(world, p.object_id, "params.object_id")
+    if p.object_pose is None:
+        out.append(Violation("params.object_pose", f"judging the policy's pick of "
+                             f"{p.object_id!r} needs the object's pose before it runs",
+                             code="INVALID_PARAMS", value=None,
+                             fix="bind it from the world model: objects: {object_pose: OBJ}"))
+    else:
+        out += checks.check_pose("params.object_pose", p.object_pose)
+    return out
+
+
 def _release_checks(p: ReleaseParams, world: WorldView) -> list[Violation]:
     return []
 
@@ -172,6 +195,14 @@ def _lift_post(p: LiftParams) -> list[Postcondition]:
     return [Postcondition("grasped", {
         "object_id": p.object_id, "stage": "lifted", "width_m": p.object_width_m,
         "start": [float(v) for v in p.object_pose[:3]], "min_rise_m": 0.6 * p.height_m})]
+
+
+def _policy_post(p: RunPolicyParams) -> list[Postcondition]:
+    if p.object_id is None or p.object_pose is None:
+        return []  # judged by the task's own evaluation, never by the policy
+    return [Postcondition("grasped", {
+        "object_id": p.object_id, "stage": "lifted", "width_m": p.object_width_m,
+        "start": [float(v) for v in p.object_pose[:3]], "min_rise_m": p.min_rise_m})]
 
 
 def _release_post(p: ReleaseParams) -> list[Postcondition]:
@@ -240,9 +271,17 @@ HOME = Skill(
     "home", HomeParams, resources=ARM, check=_checked(_home_checks), postconditions=_home_post,
     lifecycle=_lifecycle(12_000),
     description="move the arm to its home configuration in joint space (no IK)")
+RUN_POLICY = Skill(
+    "run_policy", RunPolicyParams, resources=HAND, check=_checked(_policy_checks),
+    postconditions=_policy_post,
+    # a reply may take a while (the client's own timeout ends a silent one first)
+    lifecycle=_lifecycle(120_000, progress_timeout_ms=30_000, retry_safe=True,
+                         needs_fresh_observation_ms=500),
+    description="run a learned policy (openpi WebSocket protocol) until it signals done or "
+                "its step budget is spent; judged from observations, never by the policy")
 
 #: Every skill of this package, in the order the docs list them.
-SKILLS = (MOVE_EE_TO, APPROACH, GRASP, LIFT, RELEASE, PLACE, HOME)
+SKILLS = (MOVE_EE_TO, APPROACH, GRASP, LIFT, RELEASE, PLACE, HOME, RUN_POLICY)
 
 
 def skill_registry() -> SkillRegistry:

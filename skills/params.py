@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
 
 from skills.geometry import DOWN, HOME_JOINTS, grasp_orientation, qnormalize, yaw_of
 
@@ -23,6 +31,7 @@ __all__ = [
     "MoveEeToParams",
     "PlaceParams",
     "ReleaseParams",
+    "RunPolicyParams",
     "SkillParams",
     "grasp_goal",
     "move_goal",
@@ -39,7 +48,10 @@ def _three_or_seven(value: list[float]) -> list[float]:
     return value
 
 
-Pose = Annotated[list[float], AfterValidator(_three_or_seven)]
+#: 3 numbers (position) or 7 (position + quaternion w, x, y, z); the JSON Schema says so too
+Pose = Annotated[list[float], AfterValidator(_three_or_seven), WithJsonSchema({
+    "type": "array", "items": {"type": "number"},
+    "anyOf": [{"minItems": 3, "maxItems": 3}, {"minItems": 7, "maxItems": 7}]})]
 
 
 class SkillParams(BaseModel):
@@ -156,6 +168,31 @@ class HomeParams(SkillParams):
                                 max_length=7)
     speed_rad_s: float = Field(0.8, gt=0.0, le=2.0)
     tolerance_rad: float = Field(0.03, gt=0.0, le=0.2)
+
+
+class RunPolicyParams(SkillParams):
+    """Run the learned policy served at ``policy_url`` (openpi's WebSocket protocol) with the
+    prompt ``instruction``, the observation mapped by ``embodiment``, until the policy signals
+    done or ``max_steps`` rows have run. ``execute_steps``: rows of each chunk run before the
+    policy is asked again (default: the embodiment's). ``lockstep``: the simulation waits for
+    each reply (as GenManip does); false on a robot, which holds still while the policy
+    thinks. ``object_id`` / ``object_pose``: what the policy is to pick up, when it is; the
+    evaluation then judges, from observations, that it rose ``min_rise_m`` in the hand."""
+
+    instruction: str = Field(min_length=1, max_length=2000)
+    policy_url: str = Field("ws://127.0.0.1:8000", pattern=r"^wss?://[^\s/]+(/\S*)?$",
+                            description="ws://host:port of the policy server")
+    embodiment: str = "panda_ee_delta"
+    object_id: str | None = None
+    object_pose: Pose | None = Field(None, description="the object's pose before the policy "
+                                     "runs")
+    min_rise_m: float = Field(0.05, ge=0.0, le=0.5)
+    object_width_m: float = Field(0.04, gt=0.0, le=0.078)
+    max_steps: int = Field(450, ge=1, le=100_000)
+    execute_steps: int | None = Field(None, ge=1, le=1_000)
+    reply_timeout_s: float = Field(10.0, gt=0.0, le=600.0)
+    connect_timeout_s: float = Field(5.0, gt=0.0, le=120.0)
+    lockstep: bool = True
 
 
 # ---------------------------------------------------------------- goals (shared by executors

@@ -17,6 +17,7 @@ taken for the answer to a later request.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,7 +49,9 @@ class PolicyClient:
         self.metadata: dict[str, Any] = {}
         self.requests = 0
         self._conn: ClientConnection | None = None
-        self._stack = contextlib.ExitStack()
+        self._stack: contextlib.ExitStack | None = None
+        self._lock = threading.Lock()
+        self._shut = False
 
     # ------------------------------------------------------------------ connection
 
@@ -56,8 +59,11 @@ class PolicyClient:
         """Open the connection and read the server's metadata (returned, and kept)."""
         self.close()
         headers = {"Authorization": f"Api-Key {self.api_key}"} if self.api_key else None
+        stack = contextlib.ExitStack()
         try:
-            self._conn = self._stack.enter_context(connect(
+            if self._shut:
+                raise self._shut_down()
+            conn = stack.enter_context(connect(
                 self.url, open_timeout=self.connect_timeout_s, close_timeout=1.0,
                 max_size=self.max_message_bytes, compression=None,
                 additional_headers=headers))
@@ -67,7 +73,15 @@ class PolicyClient:
                 f"{type(exc).__name__}: {exc}", where=self.url,
                 fix="start one (harness policy serve --policy NAME --port P) or check the "
                     "skill's policy_url") from exc
-        self.metadata = self._receive("metadata", self.connect_timeout_s)
+        with self._lock:
+            shut = self._shut
+            if not shut:
+                self._conn, self._stack = conn, stack
+        if shut:  # shut down from another thread while connecting
+            with contextlib.suppress(Exception):
+                stack.close()
+            raise self._shut_down()
+        self.metadata = self._receive(conn, "metadata", self.connect_timeout_s)
         return self.metadata
 
     @property
@@ -75,9 +89,23 @@ class PolicyClient:
         return self._conn is not None
 
     def close(self) -> None:
-        self._conn = None
-        with contextlib.suppress(Exception):
-            self._stack.close()
+        """Close the connection (a later request connects again)."""
+        with self._lock:
+            stack, self._stack, self._conn = self._stack, None, None
+        if stack is not None:
+            with contextlib.suppress(Exception):
+                stack.close()
+
+    def shutdown(self) -> None:
+        """Close for good, from any thread: a request waiting in another thread ends at once
+        (``POLICY_CLOSED``), and so does any later one."""
+        with self._lock:
+            self._shut = True
+        self.close()
+
+    def _shut_down(self) -> BridgeError:
+        return BridgeError("POLICY_CLOSED", f"the client of {self.url} was shut down",
+                           where=self.url, fix="a stopped command asks nothing more")
 
     def __enter__(self) -> PolicyClient:
         if self._conn is None:
@@ -94,7 +122,8 @@ class PolicyClient:
         if self._conn is None:
             self.connect()
         conn = self._conn
-        assert conn is not None
+        if conn is None:
+            raise self._shut_down()
         data = pack(dict(observation))
         try:
             conn.send(data)
@@ -102,11 +131,9 @@ class PolicyClient:
             self.close()
             raise self._closed(exc, "while the observation was sent") from exc
         self.requests += 1
-        return self._receive("action chunk", self.reply_timeout_s)
+        return self._receive(conn, "action chunk", self.reply_timeout_s)
 
-    def _receive(self, what: str, timeout_s: float) -> dict[str, Any]:
-        conn = self._conn
-        assert conn is not None
+    def _receive(self, conn: ClientConnection, what: str, timeout_s: float) -> dict[str, Any]:
         try:
             message = conn.recv(timeout=timeout_s)
         except TimeoutError as exc:

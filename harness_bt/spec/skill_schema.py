@@ -6,8 +6,9 @@ ranges, enums, ``additionalProperties: false`` for a model that forbids unknown 
 value also allowed to be a ``{name}`` placeholder (a task parameter or subtree input, checked
 again once bound). A node that names a skill (``skill_action``, ``act_and_evaluate``, the leaf
 by skill) gets one ``if skill == NAME then ...`` rule per skill: its ``params`` must fit that
-schema, the keys of ``objects`` and ``inputs`` must be params of the skill, and a required
-param must be given in ``params``, ``objects`` or ``inputs``, as the loader requires.
+schema, the keys of ``objects`` and ``inputs`` must be params of the skill, a required param must
+be given in ``params``, ``objects`` or ``inputs``, and none in two of them, as the loader
+requires.
 """
 
 from __future__ import annotations
@@ -75,10 +76,14 @@ def _rule(skill: str, model: type[BaseModel]) -> dict[str, Any]:
     then: dict[str, Any] = {"properties": {"params": {"$ref": f"#/$defs/Params_{skill}"},
                                            "objects": keys, "inputs": keys}}
     required = [f.alias or n for n, f in model.model_fields.items() if f.is_required()]
-    if required:
-        then["allOf"] = [{"anyOf": [
-            {"required": [port], "properties": {port: {"required": [name]}}}
-            for port in ("params", "objects", "inputs")]} for name in required]
+    rules: list[dict[str, Any]] = [{"anyOf": [
+        {"required": [port], "properties": {port: {"required": [name]}}}
+        for port in ("params", "objects", "inputs")]} for name in required]
+    # each param given once: a literal, an input or an object, never two of them
+    for a, b in (("params", "objects"), ("params", "inputs"), ("inputs", "objects")):
+        rules += [{"not": {"required": [a, b], "properties": {
+            a: {"required": [name]}, b: {"required": [name]}}}} for name in names]
+    then["allOf"] = rules
     return {"if": {"required": ["skill"], "properties": {"skill": {"const": skill}}},
             "then": then}
 

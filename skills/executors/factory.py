@@ -3,16 +3,16 @@ name (one per skill), and a registry of them for a runtime built in code."""
 
 from __future__ import annotations
 
-from harness_bt.runtime.executor import ExecutorRegistry
+from harness_bt.runtime.executor import ExecutorFactory, ExecutorRegistry
 from skills.executors import skills
-from skills.executors.base import SegmentExecutor
+from skills.executors.policy import RunPolicyExecutor
 
 __all__ = ["EXECUTORS", "executor_registry"]
 
 #: skill name -> executor class (built with a command; GenManip-paced: 1/30 s per step).
-EXECUTORS: dict[str, type[SegmentExecutor]] = {cls.skill: cls for cls in (
+EXECUTORS: dict[str, ExecutorFactory] = {cls.skill: cls for cls in (
     skills.MoveEeToExecutor, skills.ApproachExecutor, skills.GraspExecutor, skills.LiftExecutor,
-    skills.ReleaseExecutor, skills.PlaceExecutor, skills.HomeExecutor)}
+    skills.ReleaseExecutor, skills.PlaceExecutor, skills.HomeExecutor, RunPolicyExecutor)}
 
 
 def executor_registry() -> ExecutorRegistry:

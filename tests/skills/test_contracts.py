@@ -58,7 +58,7 @@ def test_valid_params_in_a_fresh_world_pass(skill: str) -> None:
 def test_the_registry_has_every_skill_with_resources_and_lifecycle() -> None:
     registry = skill_registry()
     assert registry.names() == ["approach", "grasp", "home", "lift", "move_ee_to", "place",
-                                "release"]
+                                "release", "run_policy"]
     installed = SkillRegistry(entry_points=True)  # other packages may add their own
     assert [n for n in installed.names() if installed.origin(n).package == "harness-bt"] == \
         registry.names()

@@ -1,0 +1,182 @@
+"""The ``run_policy`` executor: a learned policy, served over openpi's WebSocket protocol,
+driving the arm one control step at a time like any other command.
+
+Each time the rows in hand run out, the executor sends the policy the newest observation
+(mapped by the skill's :class:`~harness_bt.policy.embodiment.Embodiment`) and keeps the first
+``execute_steps`` rows of the checked reply; each control step runs one row. It ends:
+
+- CONTROL_DONE when the policy's rows marked ``done`` have run, or ``max_steps`` rows have run
+  (the step budget); the task's evaluation then judges the result from observations;
+- ABORTED, the arm held, with the policy's error code as the reason (``POLICY_SILENT``,
+  ``POLICY_ACTION``, ``POLICY_PROTOCOL`` ...) when the server is unreachable, silent, fails,
+  or sends something that is not a valid chunk: nothing of a refused reply moves the arm;
+- STOPPED after a stop request, once the hand holds still.
+
+``lockstep`` (the default, for simulators): the step that needs a chunk waits for it, so the
+simulation does not advance while the policy thinks. Otherwise (a robot) the request runs in a
+thread of its own while the steps hold the arm, and a stop closes the connection at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from harness_bt.errors import BridgeError, CommandError
+from harness_bt.ledger import Command
+from harness_bt.policy.client import PolicyClient
+from harness_bt.policy.embodiment import EMBODIMENTS, Chunk, Embodiment
+from harness_bt.runtime.executor import ExecutorStatus, ExecutorStep
+from harness_bt.runtime.observation import Observation
+from skills.executors.base import STOP_STEPS
+from skills.params import RunPolicyParams
+
+__all__ = ["RunPolicyExecutor"]
+
+_STILL_M = 0.001
+
+
+class RunPolicyExecutor:
+    """See the module docstring. ``client_factory`` builds the policy client (tests)."""
+
+    skill = "run_policy"
+
+    def __init__(self, command: Command, *, client_factory: Any = None) -> None:
+        self.command = command
+        try:
+            self.params = RunPolicyParams.model_validate(command.params)
+        except ValidationError as exc:
+            raise CommandError(
+                "INVALID_PARAMS", f"skill 'run_policy': the runtime cannot execute these "
+                f"params: {exc.errors(include_url=False)}", command_id=command.command_id,
+                fix="send params that fit RunPolicyParams") from None
+        embodiment = EMBODIMENTS.get(self.params.embodiment)
+        if embodiment is None:
+            raise CommandError("INVALID_PARAMS", f"this runtime knows no embodiment "
+                               f"{self.params.embodiment!r}", command_id=command.command_id,
+                               fix=f"use one of: {', '.join(EMBODIMENTS)}")
+        self.embodiment: Embodiment = embodiment
+        self.execute_steps = self.params.execute_steps or embodiment.execute_steps
+        self.client = (client_factory or PolicyClient)(self.params.policy_url,
+                                     connect_timeout_s=self.params.connect_timeout_s,
+                                     reply_timeout_s=self.params.reply_timeout_s)
+        self.rows: deque[np.ndarray] = deque()
+        self.done = False
+        self.executed = 0
+        self.requests = 0
+        self.waited_steps = 0
+        self._stop = False
+        self._stop_steps = 0
+        self._still = 0
+        self._last: np.ndarray | None = None
+        self._thread: threading.Thread | None = None
+        self._reply: dict[str, Any] | None = None
+        self._error: BridgeError | None = None
+
+    # ------------------------------------------------------------------ Executor protocol
+
+    def request_stop(self) -> None:
+        self._stop = True
+        self.rows.clear()
+        self.client.shutdown()
+        self._close()
+
+    def step(self, observation: Observation) -> ExecutorStep:
+        if self._stop:
+            return self._stopping(observation)
+        try:
+            if not self.rows:
+                if self.done:
+                    return self._end(ExecutorStatus.CONTROL_DONE,
+                                     f"the policy signalled done after {self.executed} steps")
+                chunk = self._next_chunk(observation)
+                if chunk is None:  # waiting for the reply: the arm holds
+                    self.waited_steps += 1
+                    return ExecutorStep(ExecutorStatus.RUNNING, None, self._left())
+                self.done = chunk.done
+                self.rows.extend(chunk.rows[: self.params.max_steps - self.executed])
+                if not self.rows:
+                    return self._end(ExecutorStatus.CONTROL_DONE,
+                                     f"the policy signalled done after {self.executed} steps")
+        except BridgeError as exc:
+            return self._end(ExecutorStatus.ABORTED, f"{exc.code}: {exc.message}")
+        row = self.rows.popleft()
+        self.executed += 1
+        if self.executed >= self.params.max_steps and not self.rows and not self.done:
+            self._close()
+            return ExecutorStep(ExecutorStatus.CONTROL_DONE, self.embodiment.action_part(row),
+                                0.0, f"the step budget of {self.params.max_steps} steps is "
+                                "spent")
+        return ExecutorStep(ExecutorStatus.RUNNING, self.embodiment.action_part(row),
+                            self._left())
+
+    # ------------------------------------------------------------------ the policy
+
+    def _request(self, observation: Observation) -> dict[str, Any]:
+        self.requests += 1
+        return self.embodiment.request(observation, self.params.instruction,
+                                       self.command.command_id)
+
+    def _next_chunk(self, observation: Observation) -> Chunk | None:
+        if self.params.lockstep:
+            if not self.client.connected:
+                self.client.connect()
+            return self.embodiment.chunk(self.client.infer(self._request(observation)),
+                                         self.execute_steps)
+        if self._thread is None:
+            request = self._request(observation)
+            self._reply, self._error = None, None
+            self._thread = threading.Thread(target=self._ask, args=(request,), daemon=True,
+                                            name=f"policy {self.command.command_id}")
+            self._thread.start()
+            return None
+        if self._thread.is_alive():
+            return None
+        self._thread = None
+        if self._error is not None:
+            raise self._error
+        assert self._reply is not None
+        return self.embodiment.chunk(self._reply, self.execute_steps)
+
+    def _ask(self, request: dict[str, Any]) -> None:
+        try:
+            if not self.client.connected:
+                self.client.connect()
+            self._reply = self.client.infer(request)
+        except BridgeError as exc:
+            self._error = exc
+        except Exception as exc:  # never lost in a thread: ends the command
+            self._error = BridgeError("POLICY_PROTOCOL", f"the policy request failed: "
+                                      f"{type(exc).__name__}: {exc}")
+
+    def _left(self) -> float:
+        return float(self.params.max_steps - self.executed)
+
+    def _close(self) -> None:
+        self.client.close()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=self.params.reply_timeout_s + 1.0)
+
+    def _end(self, status: ExecutorStatus, reason: str) -> ExecutorStep:
+        self._close()
+        return ExecutorStep(status, None, self._left(), reason)
+
+    def _stopping(self, observation: Observation) -> ExecutorStep:
+        """Hold (send nothing: the runtime holds the last command) until the hand stands
+        still for two steps, or ``STOP_STEPS`` have passed."""
+        self._stop_steps += 1
+        m = np.asarray(observation.ee_pose.position, dtype=float)
+        moved = None if self._last is None else float(np.linalg.norm(m - self._last))
+        self._last = m
+        self._still = self._still + 1 if moved is not None and moved < _STILL_M else 0
+        if self._still >= 2:
+            return ExecutorStep(ExecutorStatus.STOPPED, None, None, "held still")
+        if self._stop_steps >= STOP_STEPS:
+            return ExecutorStep(ExecutorStatus.STOPPED, None, None,
+                                f"hand still moving after {STOP_STEPS} steps")
+        return ExecutorStep(ExecutorStatus.RUNNING, None, None)
