@@ -172,12 +172,15 @@ class HomeParams(SkillParams):
 
 class RunPolicyParams(SkillParams):
     """Run the learned policy served at ``policy_url`` (openpi's WebSocket protocol) with the
-    prompt ``instruction``, the observation mapped by ``embodiment``, until the policy signals
+    prompt ``instruction`` (``<object>`` in it: the object's name in words, "red cube"), the
+    observation mapped by ``embodiment``, until the policy signals
     done or ``max_steps`` rows have run. ``execute_steps``: rows of each chunk run before the
     policy is asked again (default: the embodiment's). ``lockstep``: the simulation waits for
     each reply (as GenManip does); false on a robot, which holds still while the policy
     thinks. ``object_id`` / ``object_pose``: what the policy is to pick up, when it is; the
-    evaluation then judges, from observations, that it rose ``min_rise_m`` in the hand."""
+    evaluation then judges, from observations, that it rose ``min_rise_m`` in the hand.
+    ``until: lifted`` also ends the run between two chunks once the runtime's own perception
+    sees that (the verdict is still the evaluator's, from the harness's observations)."""
 
     instruction: str = Field(min_length=1, max_length=2000)
     policy_url: str = Field("ws://127.0.0.1:8000", pattern=r"^wss?://[^\s/]+(/\S*)?$",
@@ -193,6 +196,7 @@ class RunPolicyParams(SkillParams):
     reply_timeout_s: float = Field(10.0, gt=0.0, le=600.0)
     connect_timeout_s: float = Field(5.0, gt=0.0, le=120.0)
     lockstep: bool = True
+    until: Literal["lifted"] | None = None
 
 
 # ---------------------------------------------------------------- goals (shared by executors

@@ -19,9 +19,9 @@ Request (one msgpack map, see :mod:`harness_bt.policy.wire`):
 
 Reply: ``actions`` (H, D) with D the action space's width (a single row (D,) is one step), and
 an optional ``done`` flag (the policy considers its task finished once these rows have run).
-For ``ee_delta``, a row is ``dx, dy, dz`` (metres of end-effector motion this control step;
-with ``rotation``, then ``rx, ry, rz``, an axis-angle turn) and ``gripper`` (below 0.5 open,
-else closed).
+For ``ee_delta``, a row is ``dx, dy, dz`` (metres of end-effector motion this control step,
+world frame), then with ``rotation`` (the default) ``rx, ry, rz`` (an axis-angle turn of the
+hand about world axes, radians), and ``gripper`` (below 0.5 open, else closed).
 
 Every reply is checked before a row moves the robot: the shape, finite numbers and each step's
 size within ``max_step_m`` / ``max_step_rad``; a reply that fails is refused as a whole with a
@@ -65,7 +65,7 @@ class ActionSpace:
     two gripper states command."""
 
     kind: str = "ee_delta"
-    rotation: bool = False
+    rotation: bool = True
     max_step_m: float = 0.01
     max_step_rad: float = math.radians(5.0)
     gripper_open_m: float = 0.08
@@ -241,8 +241,10 @@ class Chunk:
 
 
 #: The built-in policy server's embodiment: a Panda, every camera as rendered with depth and
-#: camera parameters, end-effector pose + gripper width as state, ee deltas + gripper out.
-PANDA_EE_DELTA = Embodiment("panda_ee_delta")
+#: camera parameters, end-effector pose + gripper width as state; out, rows of 7 as in
+#: openpi's LIBERO and DROID examples: end-effector motion (3), an axis-angle turn (3) and
+#: the gripper.
+PANDA_EE_DELTA = Embodiment("panda_ee_delta", action=ActionSpace(rotation=True))
 
 #: Embodiments by name (a policy skill's ``embodiment`` param).
 EMBODIMENTS: Mapping[str, Embodiment] = {PANDA_EE_DELTA.name: PANDA_EE_DELTA}

@@ -5,8 +5,11 @@ Each time the rows in hand run out, the executor sends the policy the newest obs
 (mapped by the skill's :class:`~harness_bt.policy.embodiment.Embodiment`) and keeps the first
 ``execute_steps`` rows of the checked reply; each control step runs one row. It ends:
 
-- CONTROL_DONE when the policy's rows marked ``done`` have run, or ``max_steps`` rows have run
-  (the step budget); the task's evaluation then judges the result from observations;
+- CONTROL_DONE when the policy's rows marked ``done`` have run, ``max_steps`` rows have run
+  (the step budget), or, with ``until: lifted``, the condition holds between two chunks as
+  this package's perception sees it in the observation (the object ``min_rise_m`` above
+  where it was, between the fingers); the task's evaluation then judges the result from the
+  harness's own observations;
 - ABORTED, the arm held, with the policy's error code as the reason (``POLICY_SILENT``,
   ``POLICY_ACTION``, ``POLICY_PROTOCOL`` ...) when the server is unreachable, silent, fails,
   or sends something that is not a valid chunk: nothing of a refused reply moves the arm;
@@ -32,8 +35,10 @@ from harness_bt.policy.client import PolicyClient
 from harness_bt.policy.embodiment import EMBODIMENTS, Chunk, Embodiment
 from harness_bt.runtime.executor import ExecutorStatus, ExecutorStep
 from harness_bt.runtime.observation import Observation
+from harness_bt.world import Relation
 from skills.executors.base import STOP_STEPS
 from skills.params import RunPolicyParams
+from skills.perception import colour_perception
 
 __all__ = ["RunPolicyExecutor"]
 
@@ -76,6 +81,7 @@ class RunPolicyExecutor:
         self._thread: threading.Thread | None = None
         self._reply: dict[str, Any] | None = None
         self._error: BridgeError | None = None
+        self._perception: Any = None
 
     # ------------------------------------------------------------------ Executor protocol
 
@@ -93,6 +99,9 @@ class RunPolicyExecutor:
                 if self.done:
                     return self._end(ExecutorStatus.CONTROL_DONE,
                                      f"the policy signalled done after {self.executed} steps")
+                met = self._until_met(observation) if self._thread is None else None
+                if met:
+                    return self._end(ExecutorStatus.CONTROL_DONE, met)
                 chunk = self._next_chunk(observation)
                 if chunk is None:  # waiting for the reply: the arm holds
                     self.waited_steps += 1
@@ -116,10 +125,17 @@ class RunPolicyExecutor:
 
     # ------------------------------------------------------------------ the policy
 
+    @property
+    def prompt(self) -> str:
+        """The instruction, ``<object>`` in it standing for the object's name in words."""
+        p = self.params
+        if p.object_id is None:
+            return p.instruction
+        return p.instruction.replace("<object>", p.object_id.replace("_", " "))
+
     def _request(self, observation: Observation) -> dict[str, Any]:
         self.requests += 1
-        return self.embodiment.request(observation, self.params.instruction,
-                                       self.command.command_id)
+        return self.embodiment.request(observation, self.prompt, self.command.command_id)
 
     def _next_chunk(self, observation: Observation) -> Chunk | None:
         if self.params.lockstep:
@@ -152,6 +168,23 @@ class RunPolicyExecutor:
         except Exception as exc:  # never lost in a thread: ends the command
             self._error = BridgeError("POLICY_PROTOCOL", f"the policy request failed: "
                                       f"{type(exc).__name__}: {exc}")
+
+    def _until_met(self, observation: Observation) -> str | None:
+        """Between two chunks: why the ``until`` condition holds, or None."""
+        p = self.params
+        if p.until != "lifted" or p.object_id is None or p.object_pose is None \
+                or not self.executed:
+            return None
+        if self._perception is None:
+            self._perception = colour_perception()
+        for update in self._perception(observation):
+            if update.object_id != p.object_id or update.pose is None:
+                continue
+            rise = update.pose.position[2] - p.object_pose[2]
+            if rise >= p.min_rise_m and update.relations.get(Relation.HELD_BY) is not None:
+                return (f"until lifted: {p.object_id} is {rise:.3f} m above where it was and "
+                        f"between the fingers, after {self.executed} steps")
+        return None
 
     def _left(self) -> float:
         return float(self.params.max_steps - self.executed)

@@ -21,7 +21,8 @@ from tests.skills.test_executors import command, drive, final
 
 def down(rows: int, *, done: bool = False, dz: float = -0.005, gripper: float = 0.0
          ) -> dict[str, Any]:
-    actions = np.tile(np.array([0.0, 0.0, dz, gripper], dtype=np.float32), (rows, 1))
+    actions = np.tile(np.array([0.0, 0.0, dz, 0.0, 0.0, 0.0, gripper], dtype=np.float32),
+                      (rows, 1))
     return {"actions": actions, "done": done}
 
 
@@ -78,10 +79,12 @@ def nan_chunk() -> dict[str, Any]:
 
 @pytest.mark.parametrize(("answer", "code", "words"), [
     (Raw(b"\x00garbage\xc1"), "POLICY_PROTOCOL", "not valid msgpack"),
-    ({"actions": np.zeros((4, 3), np.float32)}, "POLICY_ACTION", "shape [4, 3]"),
+    ({"actions": np.zeros((4, 4), np.float32)}, "POLICY_ACTION", "shape [4, 4]"),
     (nan_chunk(), "POLICY_ACTION", "row 1 holds nan"),
     (down(2, dz=-0.05), "POLICY_ACTION", "moves 0.0500 m in one step"),
-    ({"actions": np.zeros((0, 4), np.float32)}, "POLICY_ACTION", "empty and not 'done'"),
+    ({"actions": np.zeros((0, 7), np.float32)}, "POLICY_ACTION", "empty and not 'done'"),
+    ({"actions": np.tile([0, 0, 0, 0, 0, 0.5, 0], (2, 1))}, "POLICY_ACTION",
+     "turns 0.5000 rad in one step"),
     ({"action": down(2)["actions"]}, "POLICY_ACTION", "no 'actions'"),
     (Fail("Traceback: RuntimeError: CUDA out of memory"), "POLICY_SERVER_ERROR",
      "CUDA out of memory"),
@@ -108,7 +111,7 @@ def test_a_server_silent_mid_run_or_too_big_or_absent_aborts_with_its_own_reason
     assert final(events)[1].startswith("POLICY_SILENT: ")
     assert kin.position[2] == pytest.approx(0.4 - 2 * 0.005)  # silent mid-run: held there
 
-    big = serve(lambda obs, n: {"actions": np.zeros((200_000, 4), np.float32)})
+    big = serve(lambda obs, n: {"actions": np.zeros((200_000, 7), np.float32)})
     monkeypatch.setattr(policy, "PolicyClient", lambda url, **kw: PolicyClient(
         url, max_message_bytes=100_000, **kw))
     events, _ = drive(KinematicBackend(), run_policy(big.url))

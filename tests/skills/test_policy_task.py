@@ -1,0 +1,59 @@
+"""A policy skill in a real task on the built-in simulator: ``harness run`` of the policy
+tasks against a policy served over openpi's protocol; judged by the task's evaluation and
+checked against the simulator's own verdict."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from harness_bt.cli import main
+from tests.conftest import ROOT
+from tests.harness_bt.policy.peer import OpenpiPeer
+from tests.skills.policy_peers import PlainPick
+
+pytestmark = pytest.mark.slow
+ALONE = str(ROOT / "trees" / "policy_pick_alone.yaml")
+ORCHESTRATED = str(ROOT / "trees" / "policy_pick.yaml")
+
+
+@pytest.fixture
+def policy() -> Iterator[OpenpiPeer]:
+    peer = OpenpiPeer(PlainPick()).start()
+    yield peer
+    peer.stop()
+
+
+def run(capfd: pytest.CaptureFixture[str], task: str, url: str, *args: str) -> dict:
+    code = main(["run", task, "--set", f"policy_url={url}", "--json", *args])
+    report = json.loads(capfd.readouterr().out)
+    report["exit"] = code
+    return report
+
+
+def test_the_policy_alone_picks_the_cube_judged_by_the_task_and_the_simulator(
+        policy: OpenpiPeer, capfd: pytest.CaptureFixture[str]) -> None:
+    report = run(capfd, ALONE, policy.url, "--set", "target=green_cube", "--seed", "3")
+    episode = report["episodes"][0]
+    assert (report["exit"], episode["outcome"], episode["reason"]) == (0, "succeeded", "done")
+    assert episode["sim_success"] is True
+    assert policy.observations[0]["prompt"] == "pick up the green cube"
+
+
+def test_a_miss_the_policy_cannot_see_fails_alone_and_is_recovered_when_orchestrated(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    with OpenpiPeer(PlainPick(0.045, 0.0)) as peer:  # the first attempt closes beside the cube
+        alone = run(capfd, ALONE, peer.url, "--seed", "3")
+    episode = alone["episodes"][0]
+    assert (alone["exit"], episode["outcome"], episode["reason"]) == (1, "aborted",
+                                                                      "aborted_policy")
+    assert episode["sim_success"] is False and episode["false_success"] is False
+
+    with OpenpiPeer(PlainPick(0.045, 0.0)) as peer:
+        orchestrated = run(capfd, ORCHESTRATED, peer.url, "--seed", "3")
+    episode = orchestrated["episodes"][0]
+    assert (orchestrated["exit"], episode["outcome"], episode["reason"]) == (0, "succeeded",
+                                                                             "done")
+    assert episode["sim_success"] is True and episode["recoveries"] == 1
