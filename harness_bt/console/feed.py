@@ -25,7 +25,7 @@ from typing import Any
 from harness_bt.recording import project_box
 from harness_bt.run.episodes import percentile
 from harness_bt.runtime.observation import Observation
-from harness_bt.viz.frames import _Folder
+from harness_bt.viz.frames import FrameFolder
 from harness_bt.viz.view import view_frame
 from harness_bt.world import ObjectUpdate, Perception
 
@@ -155,7 +155,7 @@ class Feed:
         self._reset()
 
     def _reset(self) -> None:
-        self._folder = _Folder(self.structure)
+        self._folder = FrameFolder(self.structure)
         self.stop = StopStages()
         self._ledger: dict[str, list[Any]] = {}
         self._verdicts: dict[str, list[list[Any]]] = {}

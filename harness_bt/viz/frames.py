@@ -20,8 +20,8 @@ from typing import Any
 
 from harness_bt.trace import TraceReader
 
-__all__ = ["STATUSES", "CommandInfo", "Frame", "NodeState", "fold", "frame_at", "frames",
-           "summarize"]
+__all__ = ["STATUSES", "CommandInfo", "Frame", "FrameFolder", "NodeState", "fold", "frame_at",
+           "frames", "summarize"]
 
 #: What a node's colour can say. ``NOT_TICKED``: not ticked in the phase's latest activation;
 #: ``HALTED``: interrupted while RUNNING (its phase exited or a branch took over); ``UNKNOWN``:
@@ -119,7 +119,10 @@ def summarize(event: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in list(d.items())[:3])
 
 
-class _Folder:
+class FrameFolder:
+    """Folds trace events, one at a time, into the :class:`Frame` they leave (the replay's
+    frames and the live console's state alike)."""
+
     def __init__(self, structure: dict[str, Any]) -> None:
         self.frame = Frame()
         self.trees = structure.get("trees", {})
@@ -229,7 +232,7 @@ def fold(trace: TraceReader | Iterable[dict[str, Any]], until: int | None = None
     """The frame after event ``until`` (all of them when None); its ``events`` are all the
     events folded."""
     reader = _events(trace)
-    folder = _Folder(reader.structure)
+    folder = FrameFolder(reader.structure)
     for e in reader:
         if until is not None and e["seq"] > until:
             break
@@ -253,7 +256,7 @@ def _tick_of(reader: TraceReader, seq: int) -> int:
 def frames(trace: TraceReader | Iterable[dict[str, Any]]) -> list[Frame]:
     """One frame per tick: the state after the tick's last event, with that tick's events."""
     reader = _events(trace)
-    folder = _Folder(reader.structure)
+    folder = FrameFolder(reader.structure)
     out: list[Frame] = []
     events = reader.events
     for i, e in enumerate(events):
