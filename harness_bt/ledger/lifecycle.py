@@ -11,7 +11,7 @@ stop request for an UNKNOWN command).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from harness_bt.ledger.command import Command, CommandEvent
@@ -109,6 +109,9 @@ def event_entry(rec: CommandRecord, ev: CommandEvent, now: float) -> dict[str, A
         return note(rec, now, "event", "PROGRESS", True, **extra)
     if kind is EventKind.CONTROL_DONE:
         if state in (CommandState.ACCEPTED, CommandState.RUNNING):
+            detail = ev.data.get("detail") if isinstance(ev.data, Mapping) else None
+            if detail:  # why the executor ended (the policy's done, a step budget ...)
+                extra["detail"] = str(detail)[:500]
             return move(rec, CommandState.EVALUATING, "CONTROL_DONE", now, "event", **extra)
         if state in (CommandState.UNKNOWN, CommandState.RECONCILING):
             return note(rec, now, "event", "CONTROL_DONE_NOTED", True, cdone=True, **extra)

@@ -201,7 +201,7 @@ class ControlStep(HostCore):
                 self._emit(live.record, EventKind.PROGRESS, "", out.progress)
         elif out.status is ExecutorStatus.CONTROL_DONE:
             self._finish(live, RuntimeState.CONTROL_DONE, "CONTROL_DONE", EventKind.CONTROL_DONE,
-                         progress=out.progress)
+                         {"detail": out.reason} if out.reason else None, progress=out.progress)
         elif out.status is ExecutorStatus.ABORTED:
             self._finish(live, RuntimeState.ABORTED, out.reason or "ABORTED", EventKind.ABORTED,
                          progress=out.progress)

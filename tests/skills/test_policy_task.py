@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -43,7 +44,7 @@ def test_the_policy_alone_picks_the_cube_judged_by_the_task_and_the_simulator(
 
 
 def test_a_miss_the_policy_cannot_see_fails_alone_and_is_recovered_when_orchestrated(
-        capfd: pytest.CaptureFixture[str]) -> None:
+        capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     with OpenpiPeer(PlainPick(0.045, 0.0)) as peer:  # the first attempt closes beside the cube
         alone = run(capfd, ALONE, peer.url, "--seed", "3")
     episode = alone["episodes"][0]
@@ -52,8 +53,14 @@ def test_a_miss_the_policy_cannot_see_fails_alone_and_is_recovered_when_orchestr
     assert episode["sim_success"] is False and episode["false_success"] is False
 
     with OpenpiPeer(PlainPick(0.045, 0.0)) as peer:
-        orchestrated = run(capfd, ORCHESTRATED, peer.url, "--seed", "3")
+        orchestrated = run(capfd, ORCHESTRATED, peer.url, "--seed", "3", "--trace",
+                           str(tmp_path / "run.jsonl"))
     episode = orchestrated["episodes"][0]
     assert (orchestrated["exit"], episode["outcome"], episode["reason"]) == (0, "succeeded",
                                                                              "done")
     assert episode["sim_success"] is True and episode["recoveries"] == 1
+    ends = [json.loads(line)["data"].get("detail", "") for line in
+            (tmp_path / "run.jsonl").open() if '"event:control_done"' in line
+            and '"run_policy"' in line]  # why each policy run ended, in the trace
+    assert ends[0] == "the policy signalled done after 94 steps"  # the miss: lifted nothing
+    assert ends[1].startswith("until lifted: red_cube is ")  # seen lifted between two chunks
