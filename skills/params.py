@@ -197,6 +197,9 @@ class RunPolicyParams(SkillParams):
     connect_timeout_s: float = Field(5.0, gt=0.0, le=120.0)
     lockstep: bool = True
     until: Literal["lifted"] | None = None
+    stall_steps: int = Field(90, ge=0, le=100_000,
+                             description="rows after which a hand that has moved less than "
+                                         "5 mm, its gripper unchanged, is a stall (0: off)")
 
 
 # ---------------------------------------------------------------- goals (shared by executors

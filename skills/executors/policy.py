@@ -12,7 +12,9 @@ Each time the rows in hand run out, the executor sends the policy the newest obs
   harness's own observations;
 - ABORTED, the arm held, with the policy's error code as the reason (``POLICY_SILENT``,
   ``POLICY_ACTION``, ``POLICY_PROTOCOL`` ...) when the server is unreachable, silent, fails,
-  or sends something that is not a valid chunk: nothing of a refused reply moves the arm;
+  or sends something that is not a valid chunk: nothing of a refused reply moves the arm; and
+  ``POLICY_STALLED`` when ``stall_steps`` rows have moved the hand less than 5 mm without
+  changing the gripper (a policy dithering in place, or an arm blocked);
 - STOPPED after a stop request, once the hand holds still.
 
 ``lockstep`` (the default, for simulators): the step that needs a chunk waits for it, so the
@@ -43,6 +45,7 @@ from skills.perception import colour_perception
 __all__ = ["RunPolicyExecutor"]
 
 _STILL_M = 0.001
+_STALL_M = 0.005
 
 
 class RunPolicyExecutor:
@@ -82,6 +85,8 @@ class RunPolicyExecutor:
         self._reply: dict[str, Any] | None = None
         self._error: BridgeError | None = None
         self._perception: Any = None
+        self._anchor: tuple[np.ndarray, bool] | None = None  # hand position, gripper closed
+        self._stalled = 0
 
     # ------------------------------------------------------------------ Executor protocol
 
@@ -114,6 +119,9 @@ class RunPolicyExecutor:
         except BridgeError as exc:
             return self._end(ExecutorStatus.ABORTED, f"{exc.code}: {exc.message}")
         row = self.rows.popleft()
+        stall = self._stall(observation, row)
+        if stall:
+            return self._end(ExecutorStatus.ABORTED, stall)
         self.executed += 1
         if self.executed >= self.params.max_steps and not self.rows and not self.done:
             self._close()
@@ -185,6 +193,24 @@ class RunPolicyExecutor:
                 return (f"until lifted: {p.object_id} is {rise:.3f} m above where it was and "
                         f"between the fingers, after {self.executed} steps")
         return None
+
+    def _stall(self, observation: Observation, row: np.ndarray) -> str | None:
+        """Counts rows while the hand stays within 5 mm of where it was when it last moved
+        or the gripper last changed; the reason once ``stall_steps`` of them have run."""
+        if not self.params.stall_steps:
+            return None
+        here = np.asarray(observation.ee_pose.position, dtype=float)
+        closed = bool(row[-1] >= 0.5)
+        if self._anchor is None or closed != self._anchor[1] or \
+                float(np.linalg.norm(here - self._anchor[0])) > _STALL_M:
+            self._anchor, self._stalled = (here, closed), 0
+            return None
+        self._stalled += 1
+        if self._stalled < self.params.stall_steps:
+            return None
+        return (f"POLICY_STALLED: the hand moved less than {_STALL_M * 1000:.0f} mm, its "
+                f"gripper unchanged, over the policy's last {self._stalled} steps (at "
+                f"{np.round(here, 3).tolist()})")
 
     def _left(self) -> float:
         return float(self.params.max_steps - self.executed)

@@ -152,3 +152,14 @@ def test_off_lockstep_the_arm_holds_while_the_policy_thinks_and_a_stop_cuts_the_
     assert thread is not None and not thread.is_alive()
     statuses = [str(second.step(obs).status) for _ in range(3)]
     assert statuses[-1] == "stopped"
+
+
+def test_a_policy_that_dithers_in_place_is_a_stall(serve: Any) -> None:
+    peer = serve(lambda obs, n: {"actions": np.tile(
+        np.array([0.001 * (-1) ** n, 0, 0, 0, 0, 0, 0], np.float32), (4, 1))})
+    events, _ = drive(KinematicBackend(), run_policy(peer.url, stall_steps=30, execute_steps=4))
+    kind, reason = final(events)
+    assert kind == "aborted" and reason.startswith("POLICY_STALLED: the hand moved less than 5 "
+                                                   "mm, its gripper unchanged, over the "
+                                                   "policy's last 30 steps"), reason
+    assert len(peer.observations) == 8  # 31 rows of 4 a request: stalled within the 8th
