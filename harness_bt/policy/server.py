@@ -106,6 +106,13 @@ class PolicyServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"ws://{host}:{self.port}"
 
+    @property
+    def running(self) -> bool:
+        """Whether the server listens (started and not stopped, nor failed)."""
+        thread = self._thread
+        return self._ready.is_set() and self.port is not None and not self._stop_requested \
+            and (thread is None or thread.is_alive())
+
     # ------------------------------------------------------------------ life cycle
 
     def serve_forever(self) -> None:
@@ -203,7 +210,7 @@ class PolicyServer:
         peer = _address(ws)
         loop = asyncio.get_running_loop()
         requests = 0
-        outcome = "closed by the client"
+        outcome = "ended"
         try:
             policy = await loop.run_in_executor(executor, self.policy_factory)
         except Exception as exc:
@@ -247,8 +254,12 @@ class PolicyServer:
             if exc.rcvd is not None and exc.rcvd.code == 1009 or (
                     exc.sent is not None and exc.sent.code == 1009):
                 outcome = f"refused an observation over {self.max_message_bytes} bytes (1009)"
+            elif exc.rcvd is not None and exc.rcvd_then_sent is not False:
+                outcome = f"closed by the client (code {exc.rcvd.code})"
             elif self._stop_requested:
                 outcome = "closed by the server stopping"
+            else:
+                outcome = f"connection lost ({exc})"
         finally:
             close = getattr(policy, "close", None)
             if callable(close):
