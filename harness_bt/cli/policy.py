@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from types import FrameType
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -100,8 +101,9 @@ def list_(
     from harness_bt.policy.registry import policy_registry
 
     registry = policy_registry()
-    rows = [{"name": name, "description": kind.description, "knobs": list(kind.knobs),
-             "origin": str(registry.origin(name))} for name, kind in registry.items()]
+    rows: list[dict[str, Any]] = [
+        {"name": name, "description": kind.description, "knobs": list(kind.knobs),
+         "origin": str(registry.origin(name))} for name, kind in registry.items()]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -116,5 +118,5 @@ def list_(
     for column in ("policy", "description", "knobs"):
         table.add_column(column, overflow="fold")
     for row in rows:
-        table.add_row(row["name"], row["description"], ", ".join(row["knobs"]))
+        table.add_row(str(row["name"]), str(row["description"]), ", ".join(row["knobs"]))
     console.print(table)

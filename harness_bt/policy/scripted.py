@@ -192,7 +192,7 @@ class PickPolicy:
                 continue
             assert s.grasp is not None
             if s.stage is Stage.ABOVE:
-                goal = s.grasp + (0.0, 0.0, c.approach_height_m)
+                goal = s.grasp + np.array([0.0, 0.0, c.approach_height_m])
                 if _dist(tcp, goal) <= c.tolerance_m:
                     s.stage = Stage.DESCEND
                     continue
@@ -208,7 +208,7 @@ class PickPolicy:
                 w = s.widths
                 if len(w) >= 2 and abs(w[-1] - w[-2]) < c.settled_m and w[-1] < c.open_width_m:
                     s.stage = Stage.LIFT
-                    s.lift_goal = tcp + (0.0, 0.0, c.lift_height_m)
+                    s.lift_goal = tcp + np.array([0.0, 0.0, c.lift_height_m])
                     continue
                 return _hold(c.close_rows, 1.0), False
             if s.stage is Stage.LIFT:

@@ -251,7 +251,7 @@ class PolicyServer:
                 requests += 1
                 self.requests += 1
         except ConnectionClosed as exc:
-            if exc.rcvd is not None and exc.rcvd.code == 1009 or (
+            if (exc.rcvd is not None and exc.rcvd.code == 1009) or (
                     exc.sent is not None and exc.sent.code == 1009):
                 outcome = f"refused an observation over {self.max_message_bytes} bytes (1009)"
             elif exc.rcvd is not None and exc.rcvd_then_sent is not False:

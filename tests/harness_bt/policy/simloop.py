@@ -69,7 +69,8 @@ class Outcome:
 
 def run_pick(infer: Callable[[dict[str, Any]], Mapping[str, Any]], env: SimEnv, *,
              session: str | None = None, rows_per_request: int = 5, max_requests: int = 150,
-             hold_steps: int = SUCCESS_HOLD_STEPS + 20, first: dict[str, Any] | None = None) -> Outcome:
+             hold_steps: int = SUCCESS_HOLD_STEPS + 20, first: dict[str, Any] | None = None
+             ) -> Outcome:
     """Drive one episode until the policy says done (then hold still, closed, for
     ``hold_steps`` steps: the simulator judges the episode a success once its condition has
     held for SUCCESS_HOLD_STEPS of them), the episode ends, or ``max_requests`` pass."""

@@ -135,9 +135,9 @@ def test_a_failing_policy_sends_its_traceback_and_the_client_says_so(serve: Any)
                            r"RuntimeError: the policy broke") as failed:
             client.infer({"fail": True})
         assert failed.value.code == "POLICY_SERVER_ERROR" and not client.connected
-    with PolicyClient(server.url) as client:
-        with pytest.raises(BridgeError, match="the policy answered a list, not an action map"):
-            client.infer({"odd": True})
+    with PolicyClient(server.url) as client, \
+            pytest.raises(BridgeError, match="the policy answered a list, not an action map"):
+        client.infer({"odd": True})
     with PolicyClient(server.url) as client:
         assert client.infer({})["n"] == 1
 
@@ -158,9 +158,9 @@ def test_a_policy_that_cannot_be_made_fails_its_connection_only(serve: Any) -> N
 
 def test_an_observation_over_the_limit_is_refused_and_the_server_stays_up(serve: Any) -> None:
     server = serve(max_message_bytes=64 << 10)
-    with PolicyClient(server.url, max_message_bytes=1 << 20) as client:
-        with pytest.raises(BridgeError) as refused:
-            client.infer({"image": np.zeros((300, 300), dtype=np.uint8)})
+    with PolicyClient(server.url, max_message_bytes=1 << 20) as client, \
+            pytest.raises(BridgeError) as refused:
+        client.infer({"image": np.zeros((300, 300), dtype=np.uint8)})
     assert refused.value.code == "POLICY_TOO_LARGE"
     with PolicyClient(server.url) as client:
         assert client.infer({"image": np.zeros((100, 100), dtype=np.uint8)})["n"] == 1
