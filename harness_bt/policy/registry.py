@@ -82,7 +82,8 @@ class PolicyKind:
 def _validate(name: str, item: PolicyKind) -> None:
     if not isinstance(item, PolicyKind) or not callable(item.build):
         raise DefinitionError("INVALID_POLICY", f"policy {name!r} is a "
-                              f"{type(item).__name__}, not a harness_bt.policy.PolicyKind",
+                              f"{type(item).__name__}, not a "
+                              "harness_bt.policy.registry.PolicyKind",
                               fix="name a PolicyKind(description, build) in the entry point")
 
 

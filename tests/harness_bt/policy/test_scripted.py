@@ -210,7 +210,7 @@ def test_pick_is_installed_and_describes_itself_in_its_metadata() -> None:
 def test_a_policy_plugin_must_be_a_policy_kind() -> None:
     registry = policy_registry(entry_points=False)
     with pytest.raises(DefinitionError, match=r"policy 'wave' is a function, not a "
-                       r"harness_bt\.policy\.PolicyKind"):
+                       r"harness_bt\.policy\.registry\.PolicyKind"):
         registry.register("wave", lambda: None)  # type: ignore[arg-type]
     registry.register("pick", PICK)
     with pytest.raises(DefinitionError, match="DUPLICATE_REGISTRATION"):
