@@ -20,9 +20,11 @@ $(STAMP): setup.cfg pyproject.toml examples/harness-push/setup.cfg
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e examples/harness-push
 	@touch $@
 
+# (openpi-client 0.1.2 imports typing_extensions without declaring it)
 $(OPENPI_STAMP):
 	@test -x $(OPENPI_VENV)/bin/python || $(PYTHON) -m venv $(OPENPI_VENV)
-	$(OPENPI_VENV)/bin/python -m pip install --quiet --disable-pip-version-check openpi-client==0.1.2
+	$(OPENPI_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+	  openpi-client==0.1.2 typing_extensions
 	@touch $@
 
 # $(call need,CHECK,PACKAGE,WHAT,BREW): when the shell test CHECK fails, install the Debian
