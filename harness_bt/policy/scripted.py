@@ -151,6 +151,8 @@ class PickPolicy:
                                 else session.requests, reset=session is None)
         if session is None:
             session = self._open(key, request)
+        else:
+            self.sessions.move_to_end(key)
         session.requests += 1
         rows, done = self._plan(session, request)
         return {"actions": rows.astype(np.float32), "done": done,

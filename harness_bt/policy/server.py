@@ -120,7 +120,7 @@ class PolicyServer:
         signal handler)."""
         asyncio.run(self._main())
         if self._failure is not None:
-            raise self._failure
+            self.wait_listening(0)  # raises, naming the failure
 
     def start(self, timeout_s: float = 30.0) -> int:
         """Serve in a thread of its own; returns the bound port once it listens."""
@@ -131,13 +131,22 @@ class PolicyServer:
             self._thread = threading.Thread(target=self._run_in_thread, name="policy-server",
                                             daemon=True)
             self._thread.start()
-        if not self._ready.wait(timeout_s) or self.port is None:
+        try:
+            return self.wait_listening(timeout_s)
+        except BridgeError:
             self.stop()
+            raise
+
+    def wait_listening(self, timeout_s: float = 30.0) -> int:
+        """Wait until the server listens (started by :meth:`start`, or by
+        :meth:`serve_forever` in another thread); returns its port."""
+        if not self._ready.wait(timeout_s) or self.port is None:
             failure = self._failure
             raise BridgeError("POLICY_SERVER_FAILED", f"the policy server could not listen on "
-                              f"{self.host}:{self.requested_port}: {failure!r}",
-                              fix="choose another port, or stop what listens there") \
-                from failure
+                              f"{self.host}:{self.requested_port}: "
+                              f"{failure or f'not listening after {timeout_s:g} s'}",
+                              fix="choose another port (--port 0 picks a free one), or stop "
+                                  "what listens there") from failure
         return self.port
 
     def _run_in_thread(self) -> None:
@@ -179,10 +188,7 @@ class PolicyServer:
                     compression=None, max_size=self.max_message_bytes,
                     process_request=_health_check)
             except OSError as exc:
-                self._failure = BridgeError(
-                    "POLICY_SERVER_FAILED", f"cannot listen on {self.host}:"
-                    f"{self.requested_port}: {exc}", fix="choose another port (--port), or "
-                    "stop what listens there")
+                self._failure = exc
                 return
             self.port = int(next(iter(server.sockets)).getsockname()[1])
             log.info("policy server listening on %s", self.url)

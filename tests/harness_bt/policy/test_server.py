@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -229,3 +230,17 @@ def test_bad_options_are_refused_before_anything_listens(kwargs: dict[str, Any],
                                                          message: str) -> None:
     with pytest.raises(DefinitionError, match=message):
         PolicyServer(Counter, **kwargs)
+
+
+def test_serve_forever_serves_in_the_foreground_until_stopped_from_another_thread() -> None:
+    server = PolicyServer(Counter)
+    foreground = threading.Thread(target=server.serve_forever, name="foreground")
+    foreground.start()
+    try:
+        port = server.wait_listening(30)
+        with PolicyClient(f"ws://127.0.0.1:{port}") as client:
+            assert client.infer({})["n"] == 1
+    finally:
+        server.stop()
+        foreground.join(30)
+    assert not foreground.is_alive() and not server.running
