@@ -185,7 +185,7 @@ class PolicyServer:
             try:
                 server = await serve(
                     lambda ws: self._handle(ws, executor), self.host, self.requested_port,
-                    compression=None, max_size=self.max_message_bytes,
+                    compression=None, max_size=self.max_message_bytes, max_queue=4,
                     process_request=_health_check)
             except OSError as exc:
                 self._failure = exc
@@ -229,23 +229,8 @@ class PolicyServer:
             await ws.send(self._metadata_frame)
             while True:
                 message = await ws.recv()
-                started = time.monotonic()
                 try:
-                    if isinstance(message, str):
-                        raise BridgeError(
-                            "POLICY_PROTOCOL", "an observation came as a text frame, not "
-                            "binary msgpack", fix="send each observation as one binary "
-                            "msgpack frame (openpi_client's msgpack_numpy)")
-                    observation = unpack_map(message, "observation",
-                                             max_bytes=self.max_message_bytes)
-                    action = await loop.run_in_executor(executor, policy.infer, observation)
-                    if not isinstance(action, Mapping):
-                        raise BridgeError("POLICY_PROTOCOL", f"the policy answered a "
-                                          f"{type(action).__name__}, not an action map",
-                                          fix="return a dict such as {'actions': array}")
-                    reply = {**action, "server_timing": {
-                        "infer_ms": (time.monotonic() - started) * 1000.0}}
-                    frame = pack(reply)
+                    frame = await loop.run_in_executor(executor, self._answer, policy, message)
                 except Exception as exc:
                     self.failures += 1
                     outcome = f"failed on request {requests + 1}: {exc}"
@@ -275,6 +260,23 @@ class PolicyServer:
                     log.exception("policy connection %d: the policy's close() failed", cid)
             log.info("policy connection %d from %s ended after %d requests: %s", cid, peer,
                      requests, outcome)
+
+    def _answer(self, policy: Policy, message: str | bytes) -> bytes:
+        """One request to its reply frame (in a worker thread: decoding, inference and
+        encoding never hold up the event loop)."""
+        started = time.monotonic()
+        if isinstance(message, str):
+            raise BridgeError("POLICY_PROTOCOL", "an observation came as a text frame, not "
+                              "binary msgpack", fix="send each observation as one binary "
+                              "msgpack frame (openpi_client's msgpack_numpy)")
+        observation = unpack_map(message, "observation", max_bytes=self.max_message_bytes)
+        action = policy.infer(observation)
+        if not isinstance(action, Mapping):
+            raise BridgeError("POLICY_PROTOCOL", f"the policy answered a "
+                              f"{type(action).__name__}, not an action map",
+                              fix="return a dict such as {'actions': array}")
+        return pack({**action, "server_timing": {
+            "infer_ms": (time.monotonic() - started) * 1000.0}})
 
     @staticmethod
     async def _fail(ws: ServerConnection, exc: BaseException) -> None:
