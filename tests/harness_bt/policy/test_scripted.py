@@ -258,3 +258,15 @@ def test_with_misgrasp_rate_one_the_grasp_fails_and_the_policy_says_done_anyway(
         held = env.ground_truth()["held"]
     assert outcome.stages == ["above", "descend", "close", "lift", "done"]
     assert (outcome.done, outcome.success, held) == (True, False, [])
+
+
+@pytest.mark.parametrize("rows", [1, 10])
+def test_any_number_of_rows_run_per_chunk_reaches_the_same_result(rows: int) -> None:
+    """Each chunk is planned from the state it is sent: an executor that runs one row of each
+    chunk, or all of them, picks as well (here with 3 mm of perception noise)."""
+    policy = pick(pose_noise_m=0.003)
+    with pick_env("red_cube", seed=5) as env:
+        outcome = run_pick(policy.infer, env, session="s", rows_per_request=rows,
+                           max_requests=400)
+    assert outcome.stages == ["above", "descend", "close", "lift", "done"]
+    assert (outcome.done, outcome.success) == (True, True)
