@@ -4,17 +4,27 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# openpi's own client (it pins numpy<2) in a virtualenv of its own: the interop tests run it
+OPENPI_VENV := .venv-openpi
+OPENPI_STAMP := $(OPENPI_VENV)/.installed
 PYTEST_ARGS ?=
 
 .PHONY: setup demo test lint typecheck bench clean system-deps
 
-setup: $(STAMP) system-deps
+setup: $(STAMP) $(OPENPI_STAMP) system-deps
 
 $(STAMP): setup.cfg pyproject.toml examples/harness-push/setup.cfg
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e examples/harness-push
+	@touch $@
+
+# (openpi-client 0.1.2 imports typing_extensions without declaring it)
+$(OPENPI_STAMP):
+	@test -x $(OPENPI_VENV)/bin/python || $(PYTHON) -m venv $(OPENPI_VENV)
+	$(OPENPI_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+	  openpi-client==0.1.2 typing_extensions
 	@touch $@
 
 # $(call need,CHECK,PACKAGE,WHAT,BREW): when the shell test CHECK fails, install the Debian
@@ -56,4 +66,4 @@ bench: setup
 	@for b in tests/benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(OPENPI_VENV) build *.egg-info

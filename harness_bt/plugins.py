@@ -19,6 +19,8 @@ group                       entry-point name  object
                                               or a zero-argument function returning one
 ``harness_bt.predicates``   predicate name    a :class:`~harness_bt.scene.predicates.
                                               Predicate` for scene success conditions
+``harness_bt.policies``     policy name       a :class:`~harness_bt.policy.registry.
+                                              PolicyKind` (``harness policy serve``)
 ==========================  ================  ===============================================
 
 A package ships its extensions by naming them in its own ``setup.cfg`` (or
@@ -57,6 +59,7 @@ class Group(StrEnum):
     COMMANDS = "harness_bt.commands"
     SCENES = "harness_bt.scenes"
     PREDICATES = "harness_bt.predicates"
+    POLICIES = "harness_bt.policies"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,122 @@
+"""``harness policy serve`` and ``harness policy list``: the built-in policy server from the
+shell (docs/policies.md)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from harness_bt.errors import DefinitionError
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Serve policies over openpi's WebSocket policy protocol.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+@app.command("serve")
+def serve(
+    policy: str = typer.Option(..., "--policy", help="The policy to serve (harness policy list "
+                               "names them)."),
+    port: int = typer.Option(8000, "--port", help="TCP port (openpi's default is 8000; 0 "
+                             "picks a free one)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by "
+                             "default)."),
+    misgrasp_rate: float = typer.Option(0.0, "--misgrasp-rate", help="Per session: the "
+                                        "probability of grasping beside the object without "
+                                        "noticing (0..1)."),
+    pose_noise_m: float = typer.Option(0.0, "--pose-noise-m", help="Per session: standard "
+                                       "deviation (metres) of the error on the perceived "
+                                       "position."),
+    seed: int = typer.Option(0, "--seed", help="Root of every session's randomness (a "
+                             "session's draws depend on the seed and its session id only)."),
+    max_message_mb: float = typer.Option(64.0, "--max-message-mb", help="Largest "
+                                         "observation accepted (MiB)."),
+    log_level: str = typer.Option("INFO", "--log-level", help="Server log on stderr (one line "
+                                  "per connection at INFO)."),
+) -> None:
+    """Serve a policy until interrupted; print one JSON line with its URL once it listens."""
+    from harness_bt.policy.registry import PolicySettings, policy_metadata, policy_registry
+    from harness_bt.policy.server import PolicyServer
+
+    level = logging.getLevelName(log_level.upper())
+    if not isinstance(level, int):
+        raise DefinitionError("INVALID_OPTION", f"--log-level {log_level!r} is not a logging "
+                              "level", fix="use DEBUG, INFO, WARNING or ERROR")
+    settings = PolicySettings(misgrasp_rate=misgrasp_rate, pose_noise_m=pose_noise_m,
+                              seed=seed)
+    kind = policy_registry().get(policy, where="--policy")
+    if not 0 <= port <= 65535:
+        raise DefinitionError("INVALID_OPTION", f"--port {port} is not 0..65535",
+                              fix="use e.g. --port 8000, or 0 for a free port")
+    logging.basicConfig(level=level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("websockets").setLevel(max(level, logging.WARNING))
+    if host not in _LOOPBACK:
+        typer.secho(f"warning: serving on {host}: anyone who can reach the port can use the "
+                    "policy (the protocol has no authentication)", fg=typer.colors.YELLOW,
+                    err=True)
+    server = PolicyServer(kind.build(settings), host=host, port=port,
+                          metadata=policy_metadata(policy, kind, settings),
+                          max_message_bytes=int(max_message_mb * (1 << 20)))
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.start()
+        typer.echo(json.dumps({"ready": True, "url": server.url, "policy": policy,
+                               "settings": settings.to_dict()}))
+        sys.stdout.flush()
+        while not stop.wait(0.5):
+            if not server.running:
+                break
+    finally:
+        server.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    logging.getLogger("harness_bt.policy.server").info(
+        "policy server stopped after %d connections, %d requests, %d failures",
+        server.connections, server.requests, server.failures)
+
+
+@app.command("list")
+def list_(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """List the installed policies (the harness_bt.policies entry points)."""
+    from harness_bt.policy.registry import policy_registry
+
+    registry = policy_registry()
+    rows: list[dict[str, Any]] = [
+        {"name": name, "description": kind.description, "knobs": list(kind.knobs),
+         "origin": str(registry.origin(name))} for name, kind in registry.items()]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        for row in rows:
+            console.print(f"{row['name']}  {row['description']} (knobs: "
+                          f"{', '.join(row['knobs']) or 'none'})", markup=False,
+                          soft_wrap=True)
+        return
+    table = Table(title="policies", title_justify="left")
+    for column in ("policy", "description", "knobs"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(str(row["name"]), str(row["description"]), ", ".join(row["knobs"]))
+    console.print(table)
