@@ -16,8 +16,9 @@ PolicySettings`): with probability ``misgrasp_rate`` per session it aims its gra
 object (far enough that the fingers close on nothing) and, like a frozen policy that cannot
 see its own failure, lifts and says ``done`` all the same; ``pose_noise_m`` adds a Gaussian
 error to the horizontal position it perceives, drawn once per session. A session's draws come
-from ``(seed, session id)`` alone, so runs repeat exactly; without a ``session`` field each
-connection is one session, numbered in the order they arrive.
+from the seed, the session id (less a run's random prefix) and what its first request shows
+(:func:`draw_key`), so an episode repeats exactly from run to run; without a ``session``
+field each connection is one session, numbered in the order they arrive.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from harness_bt.policy.registry import PolicyKind, PolicySettings
 from harness_bt.policy.request import PolicyRequest, parse_request
 from harness_bt.world import Perception, perception_registry
 
-__all__ = ["PICK", "PickConfig", "PickPolicy", "Stage", "session_rng", "target_of"]
+__all__ = ["PICK", "PickConfig", "PickPolicy", "Stage", "draw_key", "session_rng", "target_of"]
 
 
 class Stage(StrEnum):
@@ -116,6 +117,22 @@ def target_of(prompt: str, objects: Mapping[str, str]) -> str:
     return next(iter(named))
 
 
+def draw_key(session: str, request: PolicyRequest) -> str:
+    """What a session's draws are keyed by: the session id without its first path segment
+    when it has several (the harness's command ids start with the run's random id:
+    ``<run>/<phase>/<node>#<attempt>``), and a digest of what the first request shows (its
+    images and state): so the same episode of the same task draws the same on every run, and
+    another episode, node or attempt draws afresh."""
+    stable = session.split("/", 1)[1] if "/" in session else session
+    digest = hashlib.blake2b(digest_size=8)
+    for name in sorted(request.observation.cameras):
+        rgb = request.observation.cameras[name].rgb
+        if rgb is not None:
+            digest.update(name.encode() + np.ascontiguousarray(rgb).tobytes())
+    digest.update(np.round(np.asarray(request.state, dtype=np.float64), 4).tobytes())
+    return f"{stable}|{digest.hexdigest()}"
+
+
 @dataclass
 class _Session:
     key: str
@@ -167,7 +184,7 @@ class PickPolicy:
 
     def _open(self, key: str, request: PolicyRequest) -> _Session:
         target = target_of(request.prompt, self.objects)
-        rng = session_rng(self.settings.seed, key)
+        rng = session_rng(self.settings.seed, draw_key(key, request))
         # drawn in a fixed order whatever the rates: a session that misgrasps at rate 0.3
         # misgrasps at 0.5 too, and its noise is the same at every rate
         u = float(rng.random())

@@ -21,7 +21,14 @@ from harness_bt.policy.registry import (
     policy_registry,
 )
 from harness_bt.policy.request import parse_request
-from harness_bt.policy.scripted import PICK, PickFactory, PickPolicy, session_rng, target_of
+from harness_bt.policy.scripted import (
+    PICK,
+    PickFactory,
+    PickPolicy,
+    draw_key,
+    session_rng,
+    target_of,
+)
 from harness_bt.policy.server import PolicyServer
 from tests.harness_bt.policy.simloop import pick_env, run_pick, sim_action
 
@@ -270,3 +277,13 @@ def test_any_number_of_rows_run_per_chunk_reaches_the_same_result(rows: int) -> 
                            max_requests=400)
     assert outcome.stages == ["above", "descend", "close", "lift", "done"]
     assert (outcome.done, outcome.success) == (True, True)
+
+
+def test_a_run_draws_the_same_for_the_same_episode_whatever_its_random_run_id() -> None:
+    seen = parse_request(blank())
+    other = parse_request(blank(**{"observation/image/front": np.full((12, 16, 3), 9, np.uint8)}))
+    one = draw_key("1f2e3d4c-ep0/run.1/policy/policy.act#1", seen)
+    assert one == draw_key("99aa88bb-ep0/run.1/policy/policy.act#1", seen)  # another run
+    assert one != draw_key("99aa88bb-ep0/run.1/policy/policy.act#2", seen)  # another attempt
+    assert one != draw_key("1f2e3d4c-ep0/run.1/policy/policy.act#1", other)  # another layout
+    assert draw_key("episode-1", seen).startswith("episode-1|")  # a foreign client's own id
