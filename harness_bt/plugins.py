@@ -19,6 +19,8 @@ group                       entry-point name  object
                                               or a zero-argument function returning one
 ``harness_bt.predicates``   predicate name    a :class:`~harness_bt.scene.predicates.
                                               Predicate` for scene success conditions
+``harness_bt.planners``     planner name      a factory ``(PlannerOptions) -> Planner``
+                                              (:mod:`harness_bt.planner`)
 ==========================  ================  ===============================================
 
 A package ships its extensions by naming them in its own ``setup.cfg`` (or
@@ -57,6 +59,7 @@ class Group(StrEnum):
     COMMANDS = "harness_bt.commands"
     SCENES = "harness_bt.scenes"
     PREDICATES = "harness_bt.predicates"
+    PLANNERS = "harness_bt.planners"
 
 
 @dataclass(frozen=True, slots=True)

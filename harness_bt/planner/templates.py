@@ -141,8 +141,8 @@ class TemplatePlanner:
 
     name = "templates"
 
-    def __init__(self, **_: Any) -> None:
-        pass
+    def __init__(self, options: object = None) -> None:
+        self.options = options  # nothing to configure: no model, no endpoint
 
     def close(self) -> None:
         pass
