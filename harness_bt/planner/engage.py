@@ -23,7 +23,7 @@ from harness_bt.planner.model import Attempt, Decision, Plan, Planner, PlanReque
 if TYPE_CHECKING:
     from harness_bt.run.episodes import EpisodeReport, RunReport, RunWatch
     from harness_bt.run.runner import TaskRunner
-    from harness_bt.runtime.observation import Perception
+    from harness_bt.world import Perception
 
 __all__ = ["Engagement", "PlannerWatch", "append_decisions", "engage", "replannable"]
 

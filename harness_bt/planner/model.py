@@ -16,8 +16,18 @@ from typing import Any, Protocol
 from harness_bt.errors import PlanningError
 from harness_bt.spec.model import ParamSpec
 
-__all__ = ["Attempt", "Candidate", "Decision", "Plan", "PlanRequest", "Planner",
-           "RefusalCode", "Refusal", "SceneObject", "digest"]
+__all__ = [
+    "Attempt",
+    "Candidate",
+    "Decision",
+    "Plan",
+    "PlanRequest",
+    "Planner",
+    "Refusal",
+    "RefusalCode",
+    "SceneObject",
+    "digest",
+]
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from harness_bt.planner.model import (
 from harness_bt.planner.registry import API_KEY_ENV, URL_ENV, PlannerOptions
 from harness_bt.spec.model import ParamSpec
 
-__all__ = ["OpenAIPlanner", "SYSTEM_PROMPT", "answer_schema", "user_prompt"]
+__all__ = ["SYSTEM_PROMPT", "OpenAIPlanner", "answer_schema", "user_prompt"]
 
 SYSTEM_PROMPT = (
     "You choose what a robot does. Given an instruction and a library of tasks (each with "

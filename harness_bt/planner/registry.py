@@ -20,8 +20,14 @@ import httpx
 from harness_bt.planner.model import Planner
 from harness_bt.plugins import Group, Registry
 
-__all__ = ["API_KEY_ENV", "PlannerFactory", "PlannerOptions", "URL_ENV", "open_planner",
-           "planner_registry"]
+__all__ = [
+    "API_KEY_ENV",
+    "URL_ENV",
+    "PlannerFactory",
+    "PlannerOptions",
+    "open_planner",
+    "planner_registry",
+]
 
 #: where the model planner's endpoint and key come from when not given on the command line
 URL_ENV = "HARNESS_PLANNER_URL"

@@ -174,7 +174,7 @@ class TemplatePlanner:
 
     def plan(self, request: PlanRequest) -> Decision:
         found, misses = self.matches(request)
-        whole = {}
+        whole: dict[tuple[str, str], _Match] = {}
         for m in found:
             if not m.ambiguous:
                 whole.setdefault((m.candidate.name, json.dumps(m.params, sort_keys=True)), m)
