@@ -34,8 +34,8 @@ TABLE: list[tuple[str, str, dict[str, Any]]] = [
      {"top": "green_cube", "bottom": "blue_cube"}),
 ]
 
-BEGIN = "<!-- planning table: begin (tests/harness_bt/planner/library_table.py) -->"
-END = "<!-- planning table: end -->"
+BEGIN = "<!-- the planning table begins (made from tests/harness_bt/planner/library_table.py) -->"
+END = "<!-- the planning table ends -->"
 
 
 def _value(value: Any) -> str:
