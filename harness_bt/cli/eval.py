@@ -156,7 +156,8 @@ def eval_(
     began = time.time()
     if plan.chosen(tasks[0] if tasks else None, instruction):
         decision = plan.choose(plan.PlanArgs(instruction, planner, planner_url, planner_model,
-                                             planner_timeout, library=library))
+                                             planner_timeout, library=library,
+                                             given=parse_set(set_)))
         assert decision.plan is not None
         Console(stderr=True).print(plan.decision_text(decision, 0), highlight=False,
                                    soft_wrap=True)

@@ -78,7 +78,8 @@ class PlanArgs:
     journal: Path | None = None
 
     def request(self) -> PlanRequest:
-        return PlanRequest(self.instruction, library_candidates(self.library))
+        return PlanRequest(self.instruction, library_candidates(self.library),
+                           given=dict(self.given or {}))
 
     def options(self) -> PlannerOptions:
         return PlannerOptions.from_env(url=self.url, model=self.model,

@@ -85,21 +85,27 @@ class Attempt:
 
 @dataclass(frozen=True)
 class PlanRequest:
-    """What a planner is asked: the instruction, the tasks it may choose from, and the
-    attempts so far (empty on the first call; after an abort, what was run and why it
-    ended)."""
+    """What a planner is asked: the instruction, the tasks it may choose from, the attempts
+    so far (empty on the first call; after an abort, what was run and why it ended), and the
+    parameter values the user set."""
 
     instruction: str
     candidates: tuple[Candidate, ...]
     attempts: tuple[Attempt, ...] = ()
+    #: values the user set (``--set NAME=VALUE``): they win over what the planner binds,
+    #: and settle which object an ambiguous slot means
+    given: Mapping[str, Any] = field(default_factory=dict)
 
     def candidate(self, name: str) -> Candidate | None:
         return next((c for c in self.candidates if c.name == name), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"instruction": self.instruction,
-                "tasks": [c.to_dict() for c in self.candidates],
-                "attempts": [a.to_dict() for a in self.attempts]}
+        out = {"instruction": self.instruction,
+               "tasks": [c.to_dict() for c in self.candidates],
+               "attempts": [a.to_dict() for a in self.attempts]}
+        if self.given:
+            out["given"] = dict(self.given)
+        return out
 
 
 def digest(value: Any) -> str:

@@ -94,6 +94,8 @@ def user_prompt(request: PlanRequest) -> str:
     """The instruction, the library and the attempts so far, as the model reads them."""
     parts = [f"Instruction: {request.instruction}",
              "Tasks:\n" + json.dumps([c.to_dict() for c in request.candidates], indent=1)]
+    if request.given:
+        parts.append("Set by the user (keep these values): " + json.dumps(dict(request.given)))
     if request.attempts:
         parts.append("Earlier attempts, which ended without success:\n"
                      + json.dumps([a.to_dict() for a in request.attempts], indent=1,

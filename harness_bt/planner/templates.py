@@ -11,6 +11,7 @@ fitted but a word named no object, which word)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from harness_bt.spec.placeholders import PLACEHOLDER
 
 __all__ = ["Template", "TemplatePlanner", "compile_template"]
 
+_LISTED = 12  # candidates a clarification lists at most
 _BOOLEAN = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
 
 
@@ -120,6 +122,12 @@ def _bind(candidate: Candidate, name: str, decl: ParamSpec, phrase: tuple[str, .
                            f"{text!r}: {exc}")
 
 
+def _settle(slot: _Slot, given: Any) -> _Slot:
+    """An ambiguous object slot settled by the value the user set, when it is one of the
+    objects the words could mean."""
+    return _Slot(given) if slot.ambiguous and given in slot.ambiguous else slot
+
+
 @dataclass(frozen=True)
 class _Match:
     candidate: Candidate
@@ -159,7 +167,8 @@ class TemplatePlanner:
                 for split in _splits(template.parts, words):
                     if any(n not in candidate.params for n in split):
                         continue  # an undeclared {name}: the file check reports it
-                    slots = {n: _bind(candidate, n, candidate.params[n], p)
+                    slots = {n: _settle(_bind(candidate, n, candidate.params[n], p),
+                                        request.given.get(n))
                              for n, p in split.items()}
                     errors = [s.error for s in slots.values() if s.error]
                     if errors:
@@ -208,11 +217,16 @@ class TemplatePlanner:
                 for slot, ids in m.ambiguous.items():
                     reasons.append(f"{m.phrases[slot]!r} (for {{{slot}}} of "
                                    f"{m.candidate.name}) could be any of {', '.join(ids)}")
-                    options += [f"{_show(m.candidate.name, {**m.params, slot: i})}"
-                                for i in ids]
+                slots = list(m.ambiguous)
+                for ids in itertools.product(*m.ambiguous.values()):
+                    bound = dict(zip(slots, ids, strict=True))
+                    options.append(_show(m.candidate.name, {
+                        n: bound.get(n, m.params.get(n)) for n in m.phrases}))
+            options = list(dict.fromkeys(options))
+            if len(options) > _LISTED:
+                options = [*options[:_LISTED], f"... and {len(options) - _LISTED} more"]
             return decision(refusal=Refusal(
-                RefusalCode.AMBIGUOUS, tuple(dict.fromkeys(reasons)),
-                tuple(dict.fromkeys(options)),
+                RefusalCode.AMBIGUOUS, tuple(dict.fromkeys(reasons)), tuple(options),
                 fix="name the object by its colour and shape (e.g. 'the red cube'), or "
                     "--set NAME=OBJECT_ID"))
         reasons = misses or ["no task of the library is asked that way"]

@@ -197,3 +197,15 @@ def test_a_file_with_one_instruction_and_no_instructions_stays_valid() -> None:
     text = TASK.replace('  - "find the {thing}"\n  - "look for the {target"\n', "").replace(
         "instructions:\n", "")
     assert check_file("lookup.yaml", text=text).report.ok
+
+
+def test_a_value_the_user_set_settles_which_object_an_ambiguous_slot_means(
+        library: tuple[Candidate, ...]) -> None:
+    settled = PLANNER.plan(PlanRequest("pick up the cube", library, given={"target": "red_cube"}))
+    assert settled.plan is not None and dict(settled.plan.params) == {"target": "red_cube"}
+    # a slot the words bind is kept (--set overrides it when the task loads)
+    kept = PLANNER.plan(PlanRequest("grab the blue cube", library,
+                                    given={"target": "green_cube"}))
+    assert kept.plan is not None and dict(kept.plan.params) == {"target": "blue_cube"}
+    other = PLANNER.plan(PlanRequest("pick up the cube", library, given={"target": "lego"}))
+    assert other.refusal is not None and other.refusal.code is RefusalCode.AMBIGUOUS
