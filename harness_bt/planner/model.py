@@ -100,9 +100,9 @@ class PlanRequest:
         return next((c for c in self.candidates if c.name == name), None)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"instruction": self.instruction,
-               "tasks": [c.to_dict() for c in self.candidates],
-               "attempts": [a.to_dict() for a in self.attempts]}
+        out: dict[str, Any] = {"instruction": self.instruction,
+                               "tasks": [c.to_dict() for c in self.candidates],
+                               "attempts": [a.to_dict() for a in self.attempts]}
         if self.given:
             out["given"] = dict(self.given)
         return out
