@@ -181,7 +181,7 @@ def _finish(args: PlanArgs, done: Engagement, console: Console) -> None:
     reports = [report for _, report in done.runs]
     last = reports[-1]
     planning = {"instruction": args.instruction,
-                "calls": [d.to_dict() for d in done.decisions],
+                "calls": [{"call": i, **d.to_dict()} for i, d in enumerate(done.decisions)],
                 "runs": [{"plan": p.to_dict(), "outcome": [e.reason for e in r.episodes]}
                          for p, r in done.runs]}
     if args.as_json:

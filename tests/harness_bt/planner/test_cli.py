@@ -101,7 +101,7 @@ def test_the_chosen_task_runs_with_set_over_its_bound_params(
     code, report = run_json(capfd, "--instruction", "Grab the blue cube!", "--set",
                             "target=green_cube", "--seed", "5", "--trace", str(trace))
     assert code == 0 and report["episodes"][0]["succeeded"]
-    assert report["options"]["params"]["target"] == "green_cube"  # --set wins
+    assert report["params"]["target"] == "green_cube"  # --set wins
     (call,) = report["planning"]["calls"]
     assert call["plan"]["task"] == "pick" and call["plan"]["params"] == {"target": "blue_cube"}
     kinds = [e["kind"] for e in TraceReader.open(trace).events[:3]]
