@@ -25,6 +25,7 @@ from harness_bt.planner.engage import (
 )
 from harness_bt.planner.model import Decision, Plan, PlanRequest
 from harness_bt.planner.registry import API_KEY_ENV, URL_ENV, PlannerOptions, open_planner
+from harness_bt.run.episodes import RunReport
 from harness_bt.spec.placeholders import render
 
 __all__ = ["DEFAULT_LIBRARY", "PlanArgs", "choose", "chosen", "decision_text", "planned_run"]
@@ -128,11 +129,11 @@ def _trace_of(trace: Path | None, index: int) -> Path | None:
 RunOne = Callable[..., None]
 
 
-def planned_run(args: PlanArgs, one: RunOne) -> None:
-    """Plan, run (``one``: a task file and its params -> the run, reported to ``finish``),
-    re-plan after an abort; print what was chosen and exit like ``harness run``."""
-    from harness_bt.cli.run import render_summary
-
+def planned_run(args: PlanArgs, one: RunOne,
+                render_summary: Callable[[RunReport, Console], None]) -> None:
+    """Plan, run (``one``: a task file and its params -> the run, reported to ``finish``;
+    each run's summary printed by ``render_summary``), re-plan after an abort; print what
+    was chosen and exit like ``harness run``."""
     if args.journal is not None:
         raise DefinitionError("INVALID_OPTION", "--journal with --instruction: a journaled "
                               "run is one task file, resumed as such",

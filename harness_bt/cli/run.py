@@ -291,7 +291,8 @@ def run(
     if plan.chosen(task_file, instruction):
         plan.planned_run(plan.PlanArgs(instruction, planner, planner_url, planner_model,
                                        planner_timeout, replans, library, parse_set(set_),
-                                       seed, episodes, trace, as_json, journal), one)
+                                       seed, episodes, trace, as_json, journal), one,
+                         render_summary)
         return
     one(task_file, parse_set(set_), trace=trace,
         finish=lambda report, live: _report(report, as_json, live, console_exit))
