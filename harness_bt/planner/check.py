@@ -39,6 +39,7 @@ def check_answer(request: PlanRequest, task: Any, params: Any) -> Plan | Refusal
                                              f"(name -> value), got {params!r}",),
                        task_lines((candidate,)))
     reasons: list[str] = []
+    refused: set[str] = set()  # given, but refused (reported once)
     out: dict[str, Any] = {}
     declared = sorted(candidate.params)
     objects = candidate.object_ids()
@@ -54,17 +55,19 @@ def check_answer(request: PlanRequest, task: Any, params: Any) -> Plan | Refusal
             checked = check_value(decl, value)
         except ValueError as exc:
             shown = json.dumps(value, default=str)
+            refused.add(name)
             reasons.append(f"parameter {name!r} of {task} is {decl.type} ({describe(decl)}); "
                            f"got {shown}: {exc}")
             continue
         if decl.type == "object" and candidate.scene is not None and checked not in objects:
+            refused.add(name)
             reasons.append(f"parameter {name!r} of {task} names object {checked!r}, which is "
                            f"not in scene {candidate.scene}; its objects: {', '.join(objects)}"
                            f"{did_you_mean(checked, objects)}")
             continue
         out[name] = checked
     for name, decl in candidate.params.items():
-        if decl.required and name not in out and not any(name in r for r in reasons):
+        if decl.required and name not in out and name not in refused:
             reasons.append(f"parameter {name!r} of {task} ({describe(decl)}) has no default "
                            "and the answer gives none")
     if reasons:
