@@ -108,9 +108,8 @@ def test_the_chosen_task_runs_with_set_over_its_bound_params(
     assert kinds == ["task", "run_start", "planner"]
 
 
-@pytest.mark.slow
-def test_an_abort_is_planned_again_and_each_run_has_its_trace(
-        capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def short_library(tmp_path: Path) -> Path:
+    """pick alone, with a budget that runs out at once (an abort to plan again after)."""
     library = tmp_path / "lib"
     library.mkdir()
     shutil.copy(TREES / "steps.yaml", library)
@@ -119,6 +118,13 @@ def test_an_abort_is_planned_again_and_each_run_has_its_trace(
                          "budget: {max_retries: 8, max_time_s: 0.5}")
     assert short != text
     (library / "pick.yaml").write_text(short)
+    return library
+
+
+@pytest.mark.slow
+def test_an_abort_is_planned_again_and_each_run_has_its_trace(
+        capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    library = short_library(tmp_path)
     trace = tmp_path / "t.jsonl"
     code, report = run_json(capfd, "--instruction", "pick up the red cube", "--library",
                             str(library), "--trace", str(trace), "--replans", "1")
@@ -130,3 +136,30 @@ def test_an_abort_is_planned_again_and_each_run_has_its_trace(
     second = TraceReader.open(tmp_path / "t.replan1.jsonl").of_kind("planner")
     assert [e["data"]["call"] for e in first + second] == [0, 1]
     assert first[0]["data"]["prompt_digest"] != second[0]["data"]["prompt_digest"]
+
+
+@pytest.mark.slow
+def test_the_model_is_asked_again_with_the_abort_and_its_refusal_is_traced(
+        capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    library = short_library(tmp_path)
+    trace = tmp_path / "m.jsonl"
+    with model_server() as server:
+        server.answers += [
+            Content(json.dumps({"task": "pick", "params": {"target": "green_cube"},
+                                "refusal": None})),
+            Content(json.dumps({"task": None, "params": None,
+                                "refusal": "the budget is too small for any pick"}))]
+        code, report = run_json(capfd, "--instruction", "pick up the green cube",
+                                "--library", str(library), "--trace", str(trace),
+                                "--planner", "openai", "--planner-url", server.url,
+                                "--planner-model", "tiny", "--planner-timeout", "5")
+    assert code == 1
+    assert report["params"] == {"target": "green_cube"}
+    first, again = (r["messages"][1]["content"] for r in server.requests)
+    assert "Earlier attempts" not in first
+    assert "Earlier attempts, which ended without success" in again
+    assert '"reason": "aborted_budget_exhausted"' in again
+    planner = TraceReader.open(trace).of_kind("planner")
+    assert [e["data"]["call"] for e in planner] == [0, 1]
+    assert json.loads(planner[0]["data"]["answer"])["object"] == "chat.completion"  # raw
+    assert planner[1]["data"]["refusal"]["code"] == "PLAN_MODEL_REFUSED"
