@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["BridgeError", "CommandError", "DefinitionError", "HarnessError", "reason_code"]
+__all__ = ["BridgeError", "CommandError", "DefinitionError", "HarnessError", "PlanningError",
+           "reason_code"]
 
 
 class HarnessError(Exception):
@@ -90,6 +91,12 @@ class CommandError(HarnessError):
 
 class BridgeError(HarnessError):
     """A transport to a runtime or simulator failed (which worker, which route, what happened)."""
+
+
+class PlanningError(HarnessError):
+    """A planner could not turn an instruction into a task and its parameters: the
+    instruction is ambiguous (``details["candidates"]``), matches no task, or the planner
+    failed (its endpoint unreachable, slow, or its answer invalid)."""
 
 
 def reason_code(reason: str) -> str:

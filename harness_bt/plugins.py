@@ -21,6 +21,8 @@ group                       entry-point name  object
                                               Predicate` for scene success conditions
 ``harness_bt.policies``     policy name       a :class:`~harness_bt.policy.registry.
                                               PolicyKind` (``harness policy serve``)
+``harness_bt.planners``     planner name      a factory ``(PlannerOptions) -> Planner``
+                                              (:mod:`harness_bt.planner`)
 ==========================  ================  ===============================================
 
 A package ships its extensions by naming them in its own ``setup.cfg`` (or
@@ -60,6 +62,7 @@ class Group(StrEnum):
     SCENES = "harness_bt.scenes"
     PREDICATES = "harness_bt.predicates"
     POLICIES = "harness_bt.policies"
+    PLANNERS = "harness_bt.planners"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,8 @@ out), ``breaker``, ``verdict`` (with evidence), ``recovery``, ``waiting`` (for a
 ``drain_timeout``, ``frame`` (camera frames recorded beside the trace:
 :mod:`harness_bt.recording`), ``control`` (a request from the live console: pause, resume,
 step, a breakpoint set, reached or cleared, a stop; who asked and when:
-:mod:`harness_bt.console`), ``run_end`` (the result).
+:mod:`harness_bt.console`), ``planner`` (a planner call that chose the task, or refused:
+:mod:`harness_bt.planner.engage`), ``run_end`` (the result).
 
 ``Trace.listeners`` are called with every event as it is written (the live console reads
 the run from there); a listener must return at once.

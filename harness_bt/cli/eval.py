@@ -30,6 +30,7 @@ from rich.progress import (
 )
 from typer.core import TyperCommand
 
+from harness_bt.cli import plan
 from harness_bt.cli.run import parse_inject
 from harness_bt.cli.spec import SET_HELP, parse_set
 from harness_bt.errors import DefinitionError
@@ -119,7 +120,8 @@ def _meta(config: EvalConfig, result: EvalResult, began: float) -> dict[str, Any
 
 
 def eval_(
-    tasks: list[Path] = typer.Argument(..., help="Task files (YAML or Python), one or more."),
+    tasks: list[Path] = typer.Argument(None, help="Task files (YAML or Python), one or more "
+                                       "(or --instruction)."),
     episodes: int = typer.Option(10, "--episodes", help="Episodes per task (seeds SEED, "
                                  "SEED+1, ...)."),
     seed: int = typer.Option(0, "--seed", help="The first seed."),
@@ -140,11 +142,26 @@ def eval_(
     as_json: bool = typer.Option(False, "--json", help="Print episodes and summary as JSON."),
     episode_fn: str = typer.Option(DEFAULT_EPISODE_FN, "--episode-fn", hidden=True,
                                    help="module:function a worker runs per episode (tests)."),
+    instruction: str = typer.Option(None, "--instruction", help=plan.INSTRUCTION_HELP),
+    planner: str = typer.Option("templates", "--planner", help=plan.PLANNER_HELP),
+    planner_url: str = typer.Option(None, "--planner-url", help=plan.URL_HELP),
+    planner_model: str = typer.Option(None, "--planner-model", help=plan.MODEL_HELP),
+    planner_timeout: float = typer.Option(30.0, "--planner-timeout", help=plan.TIMEOUT_HELP),
+    library: Path = typer.Option(plan.DEFAULT_LIBRARY, "--library", help=plan.LIBRARY_HELP),
 ) -> None:
-    """Evaluate task files over many episodes, in parallel, resumably; report with intervals."""
+    """Evaluate task files (or the task an --instruction asks for) over many episodes, in
+    parallel, resumably; report with intervals."""
     from harness_bt.eval.stats import summarize
 
     began = time.time()
+    if plan.chosen(tasks[0] if tasks else None, instruction):
+        decision = plan.choose(plan.PlanArgs(instruction, planner, planner_url, planner_model,
+                                             planner_timeout, library=library,
+                                             given=parse_set(set_)))
+        assert decision.plan is not None
+        Console(stderr=True).print(plan.decision_text(decision, 0), highlight=False,
+                                   soft_wrap=True)
+        tasks, set_ = [Path(decision.plan.file)], plan.set_items(decision.plan, set_)
     config = dataclasses.replace(
         _config(tasks, episodes, seed, scene, set_, inject, workers, ray, sim, out, trace,
                 num_steps), episode_fn=episode_fn)

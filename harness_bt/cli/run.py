@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import sys
@@ -28,6 +29,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from harness_bt.cli import plan
 from harness_bt.cli.console import (
     CONSOLE_EXIT_HELP,
     CONSOLE_HELP,
@@ -230,7 +232,8 @@ def why_text(why: Mapping[str, Any] | None) -> str:
 
 
 def run(
-    task_file: Path = typer.Argument(..., help="Task file: YAML (neutral form) or Python."),
+    task_file: Path = typer.Argument(None, help="Task file: YAML (neutral form) or Python "
+                                     "(or --instruction)."),
     sim: str = typer.Option(None, "--sim", help="A GenManip server URL (default: start the "
                             "built-in simulator in-process)."),
     episodes: int = typer.Option(1, "--episodes", min=1, help="Episodes to run."),
@@ -270,9 +273,42 @@ def run(
     console: str = typer.Option(None, "--console", help=CONSOLE_HELP),
     console_exit: bool = typer.Option(False, "--console-exit", help=CONSOLE_EXIT_HELP),
     console_paused: bool = typer.Option(False, "--console-paused", help=CONSOLE_PAUSED_HELP),
+    instruction: str = typer.Option(None, "--instruction", help=plan.INSTRUCTION_HELP),
+    planner: str = typer.Option("templates", "--planner", help=plan.PLANNER_HELP),
+    planner_url: str = typer.Option(None, "--planner-url", help=plan.URL_HELP),
+    planner_model: str = typer.Option(None, "--planner-model", help=plan.MODEL_HELP),
+    planner_timeout: float = typer.Option(30.0, "--planner-timeout", help=plan.TIMEOUT_HELP),
+    replans: int = typer.Option(1, "--replans", min=0, help=plan.REPLANS_HELP),
+    library: Path = typer.Option(plan.DEFAULT_LIBRARY, "--library", help=plan.LIBRARY_HELP),
 ) -> None:
-    """Run a task file against a simulator, episode by episode, and report honestly."""
-    task = load_task(task_file, params=parse_set(set_))
+    """Run a task file (or the task an --instruction asks for) against a simulator, episode
+    by episode, and report honestly."""
+    one = functools.partial(
+        _run_file, sim=sim, episodes=episodes, seed=seed, inject=inject, as_json=as_json,
+        graph=graph, camera=camera, bridge=bridge, perception=perception, num_steps=num_steps,
+        runtime=runtime, runtime_telemetry=runtime_telemetry, journal=journal, scene=scene,
+        record_frames=record_frames, console=console, console_paused=console_paused)
+    if plan.chosen(task_file, instruction):
+        plan.planned_run(plan.PlanArgs(instruction, planner, planner_url, planner_model,
+                                       planner_timeout, replans, library, parse_set(set_),
+                                       seed, episodes, trace, as_json, journal), one,
+                         render_summary)
+        return
+    one(task_file, parse_set(set_), trace=trace,
+        finish=lambda report, live: _report(report, as_json, live, console_exit))
+
+
+def _run_file(task_file: Path, params: dict[str, Any], *, sim: str | None, episodes: int,
+              seed: int, inject: str | None, trace: Path | None, as_json: bool,
+              graph: Path | None, camera: list[str] | None, bridge: str,
+              perception: str | None, num_steps: int | None, runtime: str | None,
+              runtime_telemetry: str | None, journal: Path | None, scene: str | None,
+              record_frames: bool, console: str | None, console_paused: bool,
+              finish: Callable[[RunReport, LiveConsole | None], None],
+              wrap: Callable[[RunWatch | None], RunWatch] | None = None) -> None:
+    """Run one task file (``harness run TASK``, or a planned run); ``finish`` reports,
+    inside the live console's lifetime; ``wrap`` wraps the run's watch (the planner's)."""
+    task = load_task(task_file, params=params)
     extra: dict[str, object] = {}
     if num_steps is not None:
         extra["num_steps"] = num_steps
@@ -325,7 +361,8 @@ def run(
         live = stack.enter_context(live_console(console, task, as_json=as_json,
                                                 paused=console_paused))
         report = _run(task, options, bridge, perception, trace, as_json, open_journal,
-                      record_frames=5.0 if record_frames else None, watch=live)
+                      record_frames=5.0 if record_frames else None,
+                      watch=live if wrap is None else wrap(live))
         if graph is not None and report.episodes and report.episodes[-1].trace_path:
             from harness_bt.viz.render import render, write
 
@@ -335,7 +372,7 @@ def run(
         if temporary:  # deleted with its directory: the report does not point at it
             report = dataclasses.replace(report, episodes=tuple(
                 dataclasses.replace(e, trace_path=None) for e in report.episodes))
-        _report(report, as_json, live, console_exit)
+        finish(report, live)
 
 
 def _report(report: RunReport, as_json: bool, live: LiveConsole | None = None,

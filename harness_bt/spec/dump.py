@@ -13,8 +13,8 @@ from harness_bt.spec.model import TaskSpec
 
 __all__ = ["dump_yaml", "spec_to_data"]
 
-_TASK = ("name", "version", "description", "instruction", "scene", "metadata", "params",
-         "includes", "blackboard",
+_TASK = ("name", "version", "description", "instruction", "instructions", "scene", "metadata",
+         "params", "includes", "blackboard",
          "budget", "guards", "initial", "subtrees", "phases")
 _PHASE = ("id", "kind", "description", "initial", "reason", "type", "default", "tree", "phases",
           "regions", "transitions")

@@ -237,6 +237,9 @@ class TaskSpec(_Spec):
     version: Version = "1"
     description: str = ""
     instruction: str = Field("", description="the intent in words")
+    instructions: list[str] = Field(
+        default_factory=list, description="the phrasings a planner matches to choose this "
+        "task ('{name}' binds a parameter; default: the instruction alone)")
     metadata: dict[str, Any] = Field(default_factory=dict,
                                      description="free-form: author, tags, source, ...")
     scene: str | None = Field(None, min_length=1, description="the simulator scene this task "

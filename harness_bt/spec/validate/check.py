@@ -22,6 +22,7 @@ from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import Document, format_path
 from harness_bt.spec.validate.blackboard import check_blackboard, guard_reads
 from harness_bt.spec.validate.chart import GUARD_ROOTS, check_chart, walk_phases
+from harness_bt.spec.validate.instructions import check_instructions
 from harness_bt.spec.validate.nodes import check_nodes, iter_nodes
 from harness_bt.spec.validate.params import check_copy, substitute_phases
 from harness_bt.spec.validate.structure import check_task, find_trees, is_template
@@ -96,6 +97,7 @@ def check_document(doc: Document, registries: Registries, *,
         return Checked(doc, report, None, Library(documents=[doc]), registries)
     binding = bind_params(doc, params, origin=origin)
     report.extend(binding.problems)
+    report.extend(check_instructions(doc, binding))
     written = copy.deepcopy(doc.data)
     found, used = substitute_phases(doc, binding, registries, find_trees(doc.data))
     report.extend(found)

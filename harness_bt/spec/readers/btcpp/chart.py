@@ -5,9 +5,9 @@ BehaviorTree.CPP has no statechart, so the chart is written as a tree of nodes t
 shows and edits like any other (their ports are declared in the file's ``<TreeNodesModel>``):
 
 - ``<Task>`` (a control node, the root of the main tree): the task's own fields as ports
-  (``name``, ``version``, ``description``, ``instruction``, ``scene``, ``initial``,
-  ``max_retries``, ``max_time_s``, ``includes``, ``params``, ``blackboard``, ``guards``,
-  ``metadata``); its children are the top-level phases.
+  (``name``, ``version``, ``description``, ``instruction``, ``instructions``, ``scene``,
+  ``initial``, ``max_retries``, ``max_time_s``, ``includes``, ``params``, ``blackboard``,
+  ``guards``, ``metadata``); its children are the top-level phases.
 - ``<Phase id transitions description>`` (a decorator): an atomic phase; its one child is its
   tree, usually ``<SubTree ID="..."/>`` naming the ``<BehaviorTree>`` that holds it.
 - ``<CompoundPhase id initial transitions description>`` and
@@ -46,6 +46,7 @@ TASK_PORTS: dict[str, tuple[str, str]] = {
     "version": ("str", "the task's version"),
     "description": ("str", "what the task does"),
     "instruction": ("str", "the intent in words"),
+    "instructions": ("list", "the phrasings a planner matches (a;b)"),
     "scene": ("str", "the simulator scene the task runs on"),
     "initial": ("str", "the first phase (default: the first child)"),
     "max_retries": ("int", "the task budget: retries + recoveries in all"),

@@ -242,8 +242,9 @@ def export_xml(data: dict[str, Any], registries: Registries, *,
     for key, value in (data.get("budget") or {}).items():
         if value is not None:
             task.attrs[key] = writer.text(value, "float" if key == "max_time_s" else "int")
-    if data.get("includes"):
-        task.attrs["includes"] = writer.text(list(data["includes"]), "list")
+    for key in ("instructions", "includes"):
+        if data.get(key):
+            task.attrs[key] = writer.text(list(data[key]), "list")
     for key in ("params", "blackboard", "guards", "metadata"):
         if data.get(key):
             task.attrs[key] = writer.text(data[key], "dict")
