@@ -113,7 +113,7 @@ def test_the_seams_for_plug_in_authors_are_pinned() -> None:
         "harness_bt.skills", "harness_bt.executors", "harness_bt.evaluators",
         "harness_bt.perception", "harness_bt.nodes", "harness_bt.bridges",
         "harness_bt.backends", "harness_bt.commands", "harness_bt.scenes",
-        "harness_bt.predicates", "harness_bt.planners"]
+        "harness_bt.predicates", "harness_bt.policies", "harness_bt.planners"]
     for module in (harness_bt.seams, harness_bt.plugins):
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)
