@@ -25,6 +25,11 @@ EXPECTED = {
         "harness: succeeded (done)   simulator: success   false success: False",
         "recoveries 1", "held             FAILED", "held             SUCCEEDED",
         "put_down.check   SUCCEEDED"],
+    "04_policy_in_the_loop": [
+        "policy_pick_alone: 1/4 succeeded, false successes 0",
+        "policy_pick: 3/4 succeeded, false successes 0",
+        "the policy signalled done after 99 steps", "until lifted: red_cube is 0.052 m above",
+        "-> FAILED: red_cube is not between the fingertips"],
 }
 
 
