@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harness_bt.cli import main
@@ -64,3 +65,17 @@ def test_a_miss_the_policy_cannot_see_fails_alone_and_is_recovered_when_orchestr
             and '"run_policy"' in line]  # why each policy run ended, in the trace
     assert ends[0] == "the policy signalled done after 94 steps"  # the miss: lifted nothing
     assert ends[1].startswith("until lifted: red_cube is ")  # seen lifted between two chunks
+
+
+def test_a_policy_answering_nan_fails_its_command_with_the_reason_and_the_run_goes_on(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    def nan(obs: dict, n: int) -> dict:
+        return {"actions": np.full((4, 7), np.nan, dtype=np.float32)}
+
+    with OpenpiPeer(nan) as peer:
+        report = run(capfd, ORCHESTRATED, peer.url, "--seed", "3")
+    episode = report["episodes"][0]
+    assert (report["exit"], episode["outcome"]) == (1, "aborted")
+    assert episode["false_success"] is False and episode["sim_success"] is False
+    assert "POLICY_ACTION" in json.dumps(episode)  # the reason reaches the summary
+    assert episode["recoveries"] >= 2  # each failed run was recovered from, then the budget ran out
