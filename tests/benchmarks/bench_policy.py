@@ -2,7 +2,7 @@
 recovers, on paired seeds.
 
 The built-in policy server (``harness policy serve --policy pick``) is tuned to miss its grasp
-on about 40-50 % of its attempts (``--misgrasp-rate``) without noticing. ``harness compare``
+on about 40 % of its attempts (``--misgrasp-rate``) without noticing. ``harness compare``
 then runs, on the same seeds of the built-in simulator:
 
 - A, ``trees/policy_pick_alone.yaml``: one ``run_policy`` skill, no recovery, judged from
@@ -46,7 +46,8 @@ def serve(port: int, misgrasp: float, noise: float, seed: int) -> subprocess.Pop
     proc = subprocess.Popen(
         [*HARNESS, "policy", "serve", "--policy", "pick", "--port", str(port),
          "--misgrasp-rate", str(misgrasp), "--pose-noise-m", str(noise), "--seed", str(seed)],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if not line:
@@ -87,10 +88,21 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             server.kill()
     wall = time.perf_counter() - began
-    print(json.dumps(report, indent=1)[:3000])
+    print(f"{'task':<20} {'n':>3} {'success':>8} {'sim':>6} {'95% interval':>15} {'false':>6}")
+    for row in sorted(report["summary"], key=lambda r: r["task"] != report["a"]):
+        lo, hi = row["sim_success_interval"]
+        print(f"{row['task']:<20} {row['n']:>3} {row['success_rate']:>8.1%} "
+              f"{row['sim_success_rate']:>6.1%} {f'[{lo:.2f}, {hi:.2f}]':>15} "
+              f"{row['false_success_count']:>6}")
+    false = sum(r["false_success_count"] for r in report["summary"])
+    met = report["p_value"] < 0.05 and report["b_success"] > report["a_success"] and not false
+    print(f"paired on {report['n']} seeds: B only {report['b_only']}, A only "
+          f"{report['a_only']}; exact McNemar p = {report['p_value']:.2g} ({report['verdict']})")
+    print(f"target: orchestrated significantly better (p < 0.05), 0 false successes: "
+          f"{'met' if met else 'NOT MET'}")
     print(f"{args.episodes} pairs in {wall:.0f} s wall ({args.workers} workers); policy "
           f"misgrasp rate {args.misgrasp_rate}, pose noise {args.pose_noise_m} m")
-    return 0
+    return 0 if met else 1
 
 
 if __name__ == "__main__":
