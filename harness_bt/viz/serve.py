@@ -11,6 +11,7 @@ until interrupted (the command).
 from __future__ import annotations
 
 import errno
+import signal
 import socket
 import threading
 from pathlib import Path
@@ -101,6 +102,10 @@ class ReplayServer:
             server.run(sockets=[self.socket])  # type: ignore[attr-defined]
         finally:
             self.socket.close()
+        # uvicorn shuts down on Ctrl-C and raises the signal again once it has, but that second
+        # SIGINT can land in asyncio's own handler and vanish: end as an interrupt either way
+        if signal.SIGINT in getattr(server, "_captured_signals", ()):
+            raise KeyboardInterrupt
 
     def start(self) -> None:
         """Serve from a thread; :meth:`stop` ends it."""
