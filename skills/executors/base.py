@@ -22,11 +22,37 @@ from harness_bt.runtime.executor import ActionPart, ExecutorStatus, ExecutorStep
 from harness_bt.runtime.observation import Observation
 from skills.executors.segments import Segment
 
-__all__ = ["CONTROL_PERIOD_S", "SegmentExecutor"]
+__all__ = ["CONTROL_PERIOD_S", "SegmentExecutor", "StopWatch"]
 
 #: GenManip steps physics at 1/30 s per ``/step``; speeds in params are per second.
 CONTROL_PERIOD_S = 1.0 / 30.0
 STOP_STEPS = 30
+HELD_STILL_M = 0.001  # the hand moved less than this in a step: it stands still
+
+
+class StopWatch:
+    """The end of a requested stop, one step at a time: STOPPED once the hand has stood still
+    for two steps and the executor sends nothing more, or after ``STOP_STEPS`` steps (the
+    runtime's own hold takes over)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self._still = 0
+        self._last: np.ndarray | None = None
+
+    def step(self, obs: Observation, action: ActionPart | None = None) -> ExecutorStep:
+        """This stop step's outcome; ``action``: what the executor still sends (a halt)."""
+        self.steps += 1
+        m = np.asarray(obs.ee_pose.position, dtype=float)
+        moved = None if self._last is None else float(np.linalg.norm(m - self._last))
+        self._last = m
+        self._still = self._still + 1 if moved is not None and moved < HELD_STILL_M else 0
+        if self._still >= 2 and action is None:
+            return ExecutorStep(ExecutorStatus.STOPPED, None, None, "held still")
+        if self.steps >= STOP_STEPS:
+            return ExecutorStep(ExecutorStatus.STOPPED, None, None,
+                                f"hand still moving after {STOP_STEPS} steps")
+        return ExecutorStep(ExecutorStatus.RUNNING, action, None)
 
 
 class SegmentExecutor:
@@ -50,9 +76,7 @@ class SegmentExecutor:
         self.index = 0
         self.steps = 0
         self._stop = False
-        self._stop_steps = 0
-        self._still = 0
-        self._last: np.ndarray | None = None
+        self._stop_watch = StopWatch()
 
     # ------------------------------------------------------------------ to override
 
@@ -89,21 +113,11 @@ class SegmentExecutor:
         return ExecutorStep(ExecutorStatus.CONTROL_DONE, None, 0.0)
 
     def _stopping(self, obs: Observation) -> ExecutorStep:
-        self._stop_steps += 1
         action: ActionPart | None = None
-        if self._stop_steps == 1 and self.segments is not None and \
+        if self._stop_watch.steps == 0 and self.segments is not None and \
                 self.index < len(self.segments):
             action = self.segments[self.index].halt(obs)
-        m = np.asarray(obs.ee_pose.position, dtype=float)
-        moved = None if self._last is None else float(np.linalg.norm(m - self._last))
-        self._last = m
-        self._still = self._still + 1 if moved is not None and moved < 0.001 else 0
-        if self._still >= 2 and action is None:
-            return ExecutorStep(ExecutorStatus.STOPPED, None, None, "held still")
-        if self._stop_steps >= STOP_STEPS:
-            return ExecutorStep(ExecutorStatus.STOPPED, None, None,
-                                f"hand still moving after {STOP_STEPS} steps")
-        return ExecutorStep(ExecutorStatus.RUNNING, action, None)
+        return self._stop_watch.step(obs, action)
 
     # ------------------------------------------------------------------ helpers
 

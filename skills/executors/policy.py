@@ -38,13 +38,12 @@ from harness_bt.policy.embodiment import EMBODIMENTS, Chunk, Embodiment
 from harness_bt.runtime.executor import ExecutorStatus, ExecutorStep
 from harness_bt.runtime.observation import Observation
 from harness_bt.world import Relation
-from skills.executors.base import STOP_STEPS
+from skills.executors.base import StopWatch
 from skills.params import RunPolicyParams
 from skills.perception import colour_perception
 
 __all__ = ["RunPolicyExecutor"]
 
-_STILL_M = 0.001
 _STALL_M = 0.005
 
 
@@ -78,9 +77,7 @@ class RunPolicyExecutor:
         self.requests = 0
         self.waited_steps = 0
         self._stop = False
-        self._stop_steps = 0
-        self._still = 0
-        self._last: np.ndarray | None = None
+        self._stop_watch = StopWatch()
         self._thread: threading.Thread | None = None
         self._reply: dict[str, Any] | None = None
         self._error: BridgeError | None = None
@@ -227,15 +224,5 @@ class RunPolicyExecutor:
 
     def _stopping(self, observation: Observation) -> ExecutorStep:
         """Hold (send nothing: the runtime holds the last command) until the hand stands
-        still for two steps, or ``STOP_STEPS`` have passed."""
-        self._stop_steps += 1
-        m = np.asarray(observation.ee_pose.position, dtype=float)
-        moved = None if self._last is None else float(np.linalg.norm(m - self._last))
-        self._last = m
-        self._still = self._still + 1 if moved is not None and moved < _STILL_M else 0
-        if self._still >= 2:
-            return ExecutorStep(ExecutorStatus.STOPPED, None, None, "held still")
-        if self._stop_steps >= STOP_STEPS:
-            return ExecutorStep(ExecutorStatus.STOPPED, None, None,
-                                f"hand still moving after {STOP_STEPS} steps")
-        return ExecutorStep(ExecutorStatus.RUNNING, None, None)
+        still (:class:`~skills.executors.base.StopWatch`)."""
+        return self._stop_watch.step(observation)
