@@ -1,7 +1,8 @@
 """Test policies for the policy-skill tests, served by :class:`tests.harness_bt.policy.peer.
 OpenpiPeer`: a plain pick that locates its target once through the project's perception (from
-the images, depth and camera parameters it is sent) and then walks its end effector through
-above / down / close / up from the state alone."""
+the images, depth and camera parameters it is sent, rebuilt by
+:func:`harness_bt.policy.request.parse_request`) and then walks its end effector through above
+/ down / close / up from the state alone."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from harness_bt.runtime.observation import CameraFrame, EePose, Observation
+from harness_bt.policy.request import parse_request
 from skills.geometry import grasp_orientation, qconj, qmul, qrotate_towards, yaw_of
 from skills.perception import colour_perception
 
@@ -34,21 +35,6 @@ def _get(obs: dict[Any, Any], key: str) -> Any:
     return obs[key] if key in obs else obs[key.encode()]
 
 
-def observation_of(obs: dict[Any, Any]) -> Observation:
-    """The request as an :class:`Observation` (what perception reads)."""
-    keys = [k.decode() if isinstance(k, bytes) else k for k in obs]
-    cameras = {k.rsplit("/", 1)[1] for k in keys if k.startswith("observation/image/")}
-    frames = {}
-    for cam in cameras:
-        pose = np.asarray(_get(obs, f"observation/camera_pose/{cam}"), dtype=float)
-        frames[cam] = CameraFrame(_get(obs, f"observation/image/{cam}"),
-                                  _get(obs, f"observation/depth/{cam}"),
-                                  _get(obs, f"observation/intrinsics/{cam}"), pose[:3], pose[3:])
-    state = np.asarray(_get(obs, "observation/state"), dtype=float)
-    return Observation(frames, np.asarray(_get(obs, "observation/joint_position"), dtype=float),
-                       (EePose(state[:3], state[3:7]),), str(_get(obs, "prompt")), 0, False)
-
-
 class PlainPick:
     """Per session: locate the object named in the prompt, then above -> down -> close -> up.
     ``offsets``: a sideways error on the grasp point of each session in turn (a miss, when
@@ -64,7 +50,7 @@ class PlainPick:
         s = self.sessions.get(session)
         if s is None:
             target = str(_get(obs, "prompt")).rsplit("the ", 1)[-1].replace(" ", "_")
-            seen = {u.object_id: u for u in colour_perception()(observation_of(obs))}
+            seen = {u.object_id: u for u in colour_perception()(parse_request(obs).observation)}
             offset = self.offsets[min(len(self.sessions), len(self.offsets) - 1)]
             pose = seen[target].pose
             cube = np.asarray(pose.position) + np.array([0.0, offset, 0.0])
