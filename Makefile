@@ -58,7 +58,7 @@ test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: setup
-	$(BIN)/ruff check harness_bt skills runtime_bridge tests examples
+	$(BIN)/ruff check harness_bt skills runtime_bridge policies tests examples
 	$(BIN)/mypy
 	$(BIN)/mypy examples/harness-push/harness_push
 

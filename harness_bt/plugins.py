@@ -19,7 +19,7 @@ group                       entry-point name  object
                                               or a zero-argument function returning one
 ``harness_bt.predicates``   predicate name    a :class:`~harness_bt.scene.predicates.
                                               Predicate` for scene success conditions
-``harness_bt.policies``     policy name       a :class:`~harness_bt.policy.registry.
+``harness_bt.policies``     policy name       a :class:`~policies.registry.
                                               PolicyKind` (``harness policy serve``)
 ``harness_bt.planners``     planner name      a factory ``(PlannerOptions) -> Planner``
                                               (:mod:`harness_bt.planner`)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("harness_bt", "skills", "runtime_bridge")
+PACKAGES = ("harness_bt", "skills", "runtime_bridge", "policies")
 
 
 def modules() -> dict[str, Path]:
@@ -61,9 +61,9 @@ def graph() -> dict[str, set[str]]:
 
 
 @pytest.mark.parametrize(("package", "forbidden"), [
-    ("harness_bt", ("skills", "runtime_bridge")),
-    ("runtime_bridge", ("skills",)),
-    ("skills", ("runtime_bridge",)),
+    ("harness_bt", ("skills", "runtime_bridge", "policies")),
+    ("runtime_bridge", ("skills", "policies")),
+    ("skills", ("runtime_bridge", "policies")),
 ])
 def test_dependencies_point_inward(package: str, forbidden: tuple[str, ...]) -> None:
     bad = {name: sorted(t for t in targets if t.split(".")[0] in forbidden)

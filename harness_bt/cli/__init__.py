@@ -82,7 +82,6 @@ def example(
 from harness_bt.cli import discover as _discover  # noqa: E402
 from harness_bt.cli import eval as _eval  # noqa: E402
 from harness_bt.cli import export as _export  # noqa: E402
-from harness_bt.cli import policy as _policy  # noqa: E402
 from harness_bt.cli import run as _run  # noqa: E402
 from harness_bt.cli import spec as _spec  # noqa: E402
 from harness_bt.cli import viz as _viz  # noqa: E402
@@ -102,7 +101,6 @@ app.command("evaluators")(_discover.evaluators)
 app.command("scenes")(_discover.scenes)
 app.command("eval", cls=_eval.OptionalRayCommand)(_eval.eval_)
 app.command("compare", cls=_eval.OptionalRayCommand)(_eval.compare)
-app.add_typer(_policy.app, name="policy")
 
 
 _plugins_loaded = False

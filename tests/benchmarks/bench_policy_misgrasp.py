@@ -2,7 +2,7 @@
 
 For each misgrasp rate, ``--seeds`` episodes of ``pick_cube`` (layout seed k, the target
 cycling red, green, blue; session ``episode-k``) are driven in a closed loop from the cameras
-(tests/harness_bt/policy/simloop.py: 5 rows per request), each judged by the simulator's own
+(tests/policies/simloop.py: 5 rows per request), each judged by the simulator's own
 success check (lifted 5 cm and held for 2 s after the policy said done). Rate 0 is the
 baseline measured in the same run; printed per rate: successes, the success rate, its ratio
 to the baseline, and how often the policy said done (a frozen policy says it every time).
@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness_bt.policy.registry import PolicySettings  # noqa: E402
-from harness_bt.policy.scripted import PickFactory  # noqa: E402
-from tests.harness_bt.policy.simloop import pick_env, run_pick  # noqa: E402
+from policies.registry import PolicySettings  # noqa: E402
+from policies.scripted import PickFactory  # noqa: E402
+from tests.policies.simloop import pick_env, run_pick  # noqa: E402
 
 TARGETS = ("red_cube", "green_cube", "blue_cube")
 

@@ -1,7 +1,7 @@
 """Test policies for the policy-skill tests, served by :class:`tests.harness_bt.policy.peer.
 OpenpiPeer`: a plain pick that locates its target once through the project's perception (from
 the images, depth and camera parameters it is sent, rebuilt by
-:func:`harness_bt.policy.request.parse_request`) and then walks its end effector through above
+:func:`policies.request.parse_request`) and then walks its end effector through above
 / down / close / up from the state alone."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from harness_bt.policy.request import parse_request
+from policies.request import parse_request
 from skills.geometry import grasp_orientation, qconj, qmul, qrotate_towards, yaw_of
 from skills.perception import colour_perception
 

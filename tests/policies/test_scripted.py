@@ -13,15 +13,15 @@ import pytest
 
 from harness_bt.errors import CommandError, DefinitionError
 from harness_bt.policy.client import PolicyClient
-from harness_bt.policy.registry import (
+from policies.registry import (
     ACTION_FORMAT,
     PolicyKind,
     PolicySettings,
     policy_metadata,
     policy_registry,
 )
-from harness_bt.policy.request import parse_request
-from harness_bt.policy.scripted import (
+from policies.request import parse_request
+from policies.scripted import (
     PICK,
     PickFactory,
     PickPolicy,
@@ -29,8 +29,8 @@ from harness_bt.policy.scripted import (
     session_rng,
     target_of,
 )
-from harness_bt.policy.server import PolicyServer
-from tests.harness_bt.policy.simloop import pick_env, run_pick, sim_action
+from policies.server import PolicyServer
+from tests.policies.simloop import pick_env, run_pick, sim_action
 
 OBJECTS = {"red_cube": "red cube", "green_cube": "green cube", "blue_cube": "blue cube",
            "lego": "LEGO brick"}
@@ -217,7 +217,7 @@ def test_pick_is_installed_and_describes_itself_in_its_metadata() -> None:
 def test_a_policy_plugin_must_be_a_policy_kind() -> None:
     registry = policy_registry(entry_points=False)
     with pytest.raises(DefinitionError, match=r"policy 'wave' is a function, not a "
-                       r"harness_bt\.policy\.registry\.PolicyKind"):
+                       r"policies\.registry\.PolicyKind"):
         registry.register("wave", lambda: None)  # type: ignore[arg-type]
     registry.register("pick", PICK)
     with pytest.raises(DefinitionError, match="DUPLICATE_REGISTRATION"):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import ROOT, Processes
-from tests.harness_bt.policy.simloop import pick_env, request_from
+from tests.policies.simloop import pick_env, request_from
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ from websockets.sync.client import connect
 
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.policy.client import PolicyClient
-from harness_bt.policy.server import PolicyServer
+from policies.server import PolicyServer
 from harness_bt.policy.wire import pack, unpack_map
 
 
@@ -168,7 +168,7 @@ def test_an_observation_over_the_limit_is_refused_and_the_server_stays_up(serve:
 
 
 def test_a_line_is_logged_per_connection(serve: Any, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="harness_bt.policy.server")
+    caplog.set_level(logging.INFO, logger="policies.server")
     server = serve()
     with PolicyClient(server.url) as client:
         client.infer({})

@@ -1,7 +1,7 @@
 """Servable policies by name: the ``harness_bt.policies`` entry-point group.
 
 An entry point names a :class:`PolicyKind`: a description, and ``build(settings)`` returning
-the per-connection factory :class:`~harness_bt.policy.server.PolicyServer` calls once per
+the per-connection factory :class:`~policies.server.PolicyServer` calls once per
 client. :class:`PolicySettings` are the knobs every served policy takes (the imperfection of
 the scripted ones and their seed); a policy may ignore the ones it has no use for, and says
 which it honours in ``knobs``. A package adds a policy by naming its own ``PolicyKind`` in its
@@ -21,7 +21,7 @@ from typing import Any
 
 from harness_bt.errors import DefinitionError
 from harness_bt.plugins import Group, Registry
-from harness_bt.policy.server import PolicyFactory
+from policies.server import PolicyFactory
 
 __all__ = ["ACTION_FORMAT", "PolicyKind", "PolicySettings", "policy_metadata",
            "policy_registry"]
@@ -85,7 +85,7 @@ def _validate(name: str, item: PolicyKind) -> None:
     if not isinstance(item, PolicyKind) or not callable(item.build):
         raise DefinitionError("INVALID_POLICY", f"policy {name!r} is a "
                               f"{type(item).__name__}, not a "
-                              "harness_bt.policy.registry.PolicyKind",
+                              "policies.registry.PolicyKind",
                               fix="name a PolicyKind(description, build) in the entry point")
 
 

@@ -11,7 +11,7 @@ reads them: ``dx, dy, dz``, an axis-angle turn ``rx, ry, rz`` and the gripper. I
 the simulator's ground truth; each request is planned afresh from the end-effector state it
 carries.
 
-Its imperfections stand in for a learned policy's (see :class:`~harness_bt.policy.registry.
+Its imperfections stand in for a learned policy's (see :class:`~policies.registry.
 PolicySettings`): with probability ``misgrasp_rate`` per session it aims its grasp beside the
 object (far enough that the fingers close on nothing) and, like a frozen policy that cannot
 see its own failure, lifts and says ``done`` all the same; ``pose_noise_m`` adds a Gaussian
@@ -37,8 +37,8 @@ import numpy as np
 
 from harness_bt.errors import CommandError, DefinitionError
 from harness_bt.plugins import closest
-from harness_bt.policy.registry import PolicyKind, PolicySettings
-from harness_bt.policy.request import PolicyRequest, parse_request
+from policies.registry import PolicyKind, PolicySettings
+from policies.request import PolicyRequest, parse_request
 from harness_bt.world import Perception, perception_registry
 
 __all__ = ["PICK", "PickConfig", "PickPolicy", "Stage", "draw_key", "session_rng", "target_of"]

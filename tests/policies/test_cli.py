@@ -32,7 +32,7 @@ def test_list_names_each_installed_policy_and_its_knobs(capsys: Any) -> None:
     status, out, _ = run(capsys, "policy", "list", "--json")
     [pick] = json.loads(out)
     assert (pick["name"], pick["knobs"]) == ("pick", ["misgrasp_rate", "pose_noise_m", "seed"])
-    assert pick["origin"] == "entry point harness_bt.policy.scripted:PICK of package 'harness-bt'"
+    assert pick["origin"] == "entry point policies.scripted:PICK of package 'harness-bt'"
 
 
 @pytest.mark.parametrize(("argv", "message"), [

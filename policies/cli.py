@@ -47,8 +47,8 @@ def serve(
                                   "per connection at INFO)."),
 ) -> None:
     """Serve a policy until interrupted; print one JSON line with its URL once it listens."""
-    from harness_bt.policy.registry import PolicySettings, policy_metadata, policy_registry
-    from harness_bt.policy.server import PolicyServer
+    from policies.registry import PolicySettings, policy_metadata, policy_registry
+    from policies.server import PolicyServer
 
     level = logging.getLevelName(log_level.upper())
     if not isinstance(level, int):
@@ -88,7 +88,7 @@ def serve(
         server.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    logging.getLogger("harness_bt.policy.server").info(
+    logging.getLogger("policies.server").info(
         "policy server stopped after %d connections, %d requests, %d failures",
         server.connections, server.requests, server.failures)
 
@@ -98,7 +98,7 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """List the installed policies (the harness_bt.policies entry points)."""
-    from harness_bt.policy.registry import policy_registry
+    from policies.registry import policy_registry
 
     registry = policy_registry()
     rows: list[dict[str, Any]] = [
