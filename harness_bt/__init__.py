@@ -14,11 +14,11 @@ from harness_bt.context import GuardContext, Outcome, OutcomeKind
 from harness_bt.errors import BridgeError, CommandError, DefinitionError, HarnessError
 from harness_bt.evaluation import EvaluationResult, EvaluatorRegistry
 from harness_bt.ledger import Ledger
-from harness_bt.phases import Compound, Final, History, On, Parallel, Phase, Task, on
 from harness_bt.run.result import TaskResult
 from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.bridge import RuntimeBridge
 from harness_bt.skill import Lifecycle, Postcondition, Skill, SkillContract, SkillRegistry
+from harness_bt.task import Compound, Final, History, On, Parallel, Phase, Task, on
 from harness_bt.trace import Trace, TraceReader
 from harness_bt.world import WorldModel
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from harness_bt import Final, Phase, Task, TaskBudget, on
+from harness_bt.authoring.compile import compile_guard
 from harness_bt.nodes import DerivePose, act_and_evaluate
-from harness_bt.spec.compile import compile_guard
 from skills.trees import (
     Behaviour,
     approach_tree,

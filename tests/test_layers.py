@@ -115,6 +115,69 @@ def test_no_import_cycle_anywhere() -> None:
     assert cycles == []
 
 
+#: harness_bt's sub-packages and top-level modules in layers, lowest first (docs/architecture.md).
+#: A unit imports from its own layer or below, never above: the document pipeline
+#: (``authoring``) sits above the core it compiles into, and the applications above both.
+LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("foundation", frozenset({"_version", "errors", "problems", "source", "clock", "plugins",
+                              "trace", "budget", "expr", "ledger", "skill_params"})),
+    ("model", frozenset({"world", "runtime", "scene", "skill", "evaluation", "context",
+                         "policy", "recording"})),
+    ("behaviour", frozenset({"nodes", "task", "seams"})),
+    ("run", frozenset({"run"})),
+    ("authoring", frozenset({"authoring"})),
+    ("applications", frozenset({"catalogue", "planner", "eval", "viz", "export", "console",
+                                "testing", "cli"})),
+)
+
+
+def unit_graph() -> dict[str, set[str]]:
+    """Imports between harness_bt's units (a sub-package, or a top-level module), function-level
+    imports counted."""
+    def unit(name: str) -> str | None:
+        parts = name.split(".")
+        return parts[1] if parts[0] == "harness_bt" and len(parts) > 1 else None
+
+    out: dict[str, set[str]] = {}
+    for name, targets in graph().items():
+        here = unit(name)
+        if here is None:
+            continue
+        out.setdefault(here, set())
+        out[here] |= {u for t in targets if (u := unit(t)) is not None and u != here}
+    return out
+
+
+def test_every_unit_of_harness_bt_has_a_layer() -> None:
+    placed = set().union(*(units for _, units in LAYERS))
+    assert sorted(set(unit_graph()) - placed) == []
+    assert sorted(placed - set(unit_graph())) == []
+
+
+def test_units_import_only_from_their_own_layer_or_below() -> None:
+    level = {u: i for i, (_, units) in enumerate(LAYERS) for u in units}
+    upward = {f"{a} ({LAYERS[level[a]][0]})": sorted(f"{b} ({LAYERS[level[b]][0]})"
+                                                      for b in targets if level[b] > level[a])
+              for a, targets in unit_graph().items()}
+    assert {a: bs for a, bs in upward.items() if bs} == {}
+
+
+def test_no_import_cycle_between_the_units_of_harness_bt() -> None:
+    edges = unit_graph()
+    cycles: list[list[str]] = []
+    for start in sorted(edges):
+        seen, todo = set(), list(edges[start])
+        while todo:
+            u = todo.pop()
+            if u == start:
+                cycles.append([start])
+                break
+            if u not in seen:
+                seen.add(u)
+                todo.extend(edges.get(u, ()))
+    assert cycles == []
+
+
 def test_no_module_is_past_500_lines() -> None:
     sizes = {name: len(path.read_text().splitlines()) for name, path in modules().items()}
     assert {name: n for name, n in sizes.items() if n > 500} == {}
@@ -142,13 +205,27 @@ def test_no_harness_or_executor_code_reads_ground_truth() -> None:
     assert readers == []
 
 
+def test_the_unit_checks_see_an_upward_import_and_a_cycle(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """The layer and unit-cycle checks fail on a core unit that imports the document pipeline
+    (else the checks above prove nothing)."""
+    real = graph()
+    fake = {**real, "harness_bt.task.task": real["harness_bt.task.task"] | {
+        "harness_bt.authoring.trees"}}
+    monkeypatch.setattr(sys.modules[__name__], "graph", lambda: fake)
+    with pytest.raises(AssertionError, match=r"task \(behaviour\).*authoring \(authoring\)"):
+        test_units_import_only_from_their_own_layer_or_below()
+    with pytest.raises(AssertionError):
+        test_no_import_cycle_between_the_units_of_harness_bt()
+
+
 def test_the_documents_and_the_nodes_import_first_in_any_order() -> None:
-    """The node types evaluate expressions of ``harness_bt.spec`` and a Python-built task is
-    held to its chart rules, while ``harness_bt.spec`` compiles documents into node trees and
+    """The node types evaluate expressions of ``harness_bt.authoring`` and a Python-built task is
+    held to its chart rules, while ``harness_bt.authoring`` compiles documents into node trees and
     tasks: each module of either side (and the task itself) imports first, on its own."""
-    names = [*sorted(n for n in modules() if n.startswith(("harness_bt.spec",
+    names = [*sorted(n for n in modules() if n.startswith(("harness_bt.authoring",
                                                            "harness_bt.nodes"))),
-             "harness_bt.phases"]
+             "harness_bt.task.task"]
     code = (
         "import importlib, sys\n"
         "bad = []\n"

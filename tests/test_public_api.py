@@ -44,13 +44,13 @@ def test_every_leaf_documents_its_statuses() -> None:
 
 
 def test_authoring_and_visualisation_exports_are_pinned() -> None:
-    import harness_bt.spec
-    import harness_bt.spec.expr
-    import harness_bt.spec.readers
-    import harness_bt.spec.readers.btcpp
+    import harness_bt.authoring
+    import harness_bt.authoring.readers
+    import harness_bt.authoring.readers.btcpp
+    import harness_bt.expr
     import harness_bt.viz
 
-    assert sorted(harness_bt.spec.__all__) == sorted([
+    assert sorted(harness_bt.authoring.__all__) == sorted([
         "TASK_SUFFIXES", "AtomicSpec", "BudgetSpec", "Checked", "CompoundSpec", "Document",
         "FinalSpec", "HistorySpec", "Library", "LibrarySpec", "Mark", "ParallelSpec", "ParamSpec",
         "Problem", "Registries",
@@ -58,33 +58,34 @@ def test_authoring_and_visualisation_exports_are_pinned() -> None:
         "build_tree", "check_document", "check_file", "check_spec", "check_tree",
         "compile_guard", "compile_task", "dump_yaml", "export_btcpp", "import_btcpp",
         "load_python",
-        "load_spec", "load_task", "neutral_form", "read_document", "read_yaml", "render_schema",
+        "load_spec", "load_task", "neutral_form", "new_task", "task_from_dict", "DictTree",
+        "read_document", "read_yaml", "render_schema",
         "spec_from_task", "spec_to_data", "task_schema", "to_neutral", "validate_file",
         "validate_spec",
     ])
     assert sorted(harness_bt.viz.__all__) == sorted([
         "COLOURS", "FORMATS", "GRAPHVIZ_HELP", "STATUSES", "Drawing", "Frame", "NodeState",
         "drawing", "frame_at", "frames", "render", "render_dot", "to_dot", "to_mermaid"])
-    assert harness_bt.spec.readers.__all__ == ["read_document"]
-    assert sorted(harness_bt.spec.readers.btcpp.__all__) == ["DEFAULT_BUDGET", "SUPPORTED",
+    assert harness_bt.authoring.readers.__all__ == ["read_document"]
+    assert sorted(harness_bt.authoring.readers.btcpp.__all__) == ["DEFAULT_BUDGET", "SUPPORTED",
                                                              "read_btcpp", "task_document"]
-    assert sorted(harness_bt.spec.expr.__all__) == sorted([
+    assert sorted(harness_bt.expr.__all__) == sorted([
         "MISSING", "ExprError", "Expression", "compile_expr", "object_view", "run_env"])
-    for module in (harness_bt.spec, harness_bt.viz, harness_bt.spec.readers,
-                   harness_bt.spec.readers.btcpp, harness_bt.spec.expr):
+    for module in (harness_bt.authoring, harness_bt.viz, harness_bt.authoring.readers,
+                   harness_bt.authoring.readers.btcpp, harness_bt.expr):
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)
 
 
 def test_the_documents_package_loads_its_names_on_first_use() -> None:
-    """``harness_bt.spec`` names its exports without importing them: the run-time parts of
+    """``harness_bt.authoring`` names its exports without importing them: the run-time parts of
     the framework use its low layers (expressions, the chart rules) without the compiler."""
-    import harness_bt.spec
+    import harness_bt.authoring
 
-    assert set(dir(harness_bt.spec)) >= set(harness_bt.spec.__all__)
-    assert harness_bt.spec.load_task.__module__ == "harness_bt.spec.loader"
+    assert set(dir(harness_bt.authoring)) >= set(harness_bt.authoring.__all__)
+    assert harness_bt.authoring.load_task.__module__ == "harness_bt.authoring.loader"
     try:
-        harness_bt.spec.not_a_name  # noqa: B018
+        harness_bt.authoring.not_a_name  # noqa: B018
     except AttributeError as exc:
         assert "not_a_name" in str(exc)
     else:
@@ -120,12 +121,12 @@ def test_the_seams_for_plug_in_authors_are_pinned() -> None:
 
 
 def test_catalogue_exports_are_pinned() -> None:
+    import harness_bt.authoring.skill_schema
     import harness_bt.catalogue.entries
-    import harness_bt.catalogue.params
     import harness_bt.catalogue.scenes
-    import harness_bt.spec.skill_schema
+    import harness_bt.skill_params
 
-    assert sorted(harness_bt.catalogue.params.__all__) == [
+    assert sorted(harness_bt.skill_params.__all__) == [
         "ParamInfo", "describe_params", "signature", "unit_of"]
     assert sorted(harness_bt.catalogue.entries.__all__) == sorted([
         "INTERNAL_NODE_TYPES", "EvaluatorEntry", "NodeEntry", "PostconditionEntry",
@@ -133,9 +134,9 @@ def test_catalogue_exports_are_pinned() -> None:
         "source_of"])
     assert sorted(harness_bt.catalogue.scenes.__all__) == ["SceneEntry", "scene_entries",
                                                            "size_text"]
-    assert sorted(harness_bt.spec.skill_schema.__all__) == ["SKILL_NODES", "add_skill_params",
+    assert sorted(harness_bt.authoring.skill_schema.__all__) == ["SKILL_NODES", "add_skill_params",
                                                             "params_schema"]
-    for module in (harness_bt.catalogue.params, harness_bt.catalogue.entries,
-                   harness_bt.catalogue.scenes, harness_bt.spec.skill_schema):
+    for module in (harness_bt.skill_params, harness_bt.catalogue.entries,
+                   harness_bt.catalogue.scenes, harness_bt.authoring.skill_schema):
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)

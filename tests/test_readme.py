@@ -7,7 +7,7 @@ writes stays out of the repository). By the language of its fence:
 - ``python``: executed in a fresh namespace;
 - ``yaml``: a scene (it has ``objects:``, written to a file) loads without a problem; a task
   (it has ``name:`` and ``phases:``) passes validation
-  (:func:`harness_bt.spec.check_file`) against the installed skills, or against the registry a
+  (:func:`harness_bt.authoring.check_file`) against the installed skills, or against the registry a
   ``<!-- skills: module:attribute -->`` marker names (as ``harness validate --skills`` does);
   one marked ``<!-- fails validation: why -->`` (an example of an error report) must fail it;
 - ``ini``: every entry point under ``[options.entry_points]`` names a known group and an object
@@ -196,14 +196,14 @@ class PageRunner:
                 "marked; mark it <!-- not run: why --> or <!-- file: NAME --> for a later block")
 
     def check_yaml(self, block: Block, name: str | None) -> None:
-        from harness_bt.cli.spec import resolve_skills
-        from harness_bt.spec import check_file
+        from harness_bt.authoring import check_file
+        from harness_bt.cli.documents import resolve_skills
 
         is_task = re.search(r"^name:", block.text, re.M) and re.search(r"^phases:", block.text,
                                                                         re.M)
         is_scene = re.search(r"^objects:", block.text, re.M) and not is_task
         if is_scene and name is not None:
-            from harness_bt.scene import check_scene
+            from harness_bt.authoring.scenes import check_scene
 
             scene, report = check_scene(self.workdir / name)
             assert scene is not None, f"{block.where}: the scene does not load:\n" \
@@ -320,7 +320,7 @@ def test_the_orchestration_example_prints_a_successful_run(
 
 
 def test_the_pick_cup_task_file_passes_validation(tmp_path: Path) -> None:
-    from harness_bt.spec import check_file
+    from harness_bt.authoring import check_file
     from harness_bt.testing.example import example_skills
 
     (block,) = [b for b in all_blocks() if b.lang == "yaml" and "name: pick_cup" in b.text]
@@ -350,7 +350,7 @@ def test_the_readme_links_every_docs_page_and_stays_a_front_door() -> None:
         "move the manual's part to a page under docs/")
 
 
-#: A dotted name of the project (``harness_bt.spec.load_task``, ``module:attribute``), not a
+#: A dotted name of the project (``harness_bt.authoring.load_task``, ``module:attribute``), not a
 #: file name (``skills.py``) and not part of a path.
 DOTTED = re.compile(r"(?<![\w./-])((?:harness_bt|runtime_bridge|skills)(?:\.[A-Za-z_]\w*)+"
                     r"(?::[A-Za-z_]\w*)?)")

@@ -1,6 +1,6 @@
 """Skills, node types and evaluators as installed, described as data.
 
-A skill's entry: its params (:mod:`harness_bt.catalogue.params`), resources, lifecycle, the
+A skill's entry: its params (:mod:`harness_bt.skill_params`), resources, lifecycle, the
 postconditions it asks an evaluator to confirm (with the evaluator that judges each, and the
 params under which it applies), and where it comes from (the entry point and the package that
 installs it, with the package's version). Postconditions depend on a command's params, so they
@@ -22,12 +22,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from harness_bt.catalogue.params import ParamInfo, describe_params
 from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.nodes.base import NodeManifest, NodeType
 from harness_bt.nodes.registry import INTERNAL_TYPES
 from harness_bt.plugins import Origin, Registry
 from harness_bt.skill import SkillContract, SkillRegistry
+from harness_bt.skill_params import ParamInfo, describe_params
 
 __all__ = [
     "INTERNAL_NODE_TYPES",

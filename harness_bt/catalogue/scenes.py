@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness_bt.authoring.scenes import check_scene
 from harness_bt.catalogue.entries import Source, source_of
 from harness_bt.errors import DefinitionError
 from harness_bt.plugins import Registry
-from harness_bt.scene.load import check_scene, find_scene, scene_registry
+from harness_bt.scene import find_scene, scene_registry
 from harness_bt.scene.model import ObjectSpec, SceneSpec
 
 __all__ = ["SceneEntry", "scene_entries", "size_text"]

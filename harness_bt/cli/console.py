@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console as Terminal
 
 from harness_bt.errors import DefinitionError
-from harness_bt.phases import Task
+from harness_bt.task import Task
 
 if TYPE_CHECKING:
     from harness_bt.console import Console

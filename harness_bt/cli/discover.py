@@ -331,7 +331,7 @@ def scenes(
 ) -> None:
     """List the built-in simulator's scenes, or describe one: objects (shape, colour, size),
     parameters, layout, success condition."""
-    from harness_bt.scene.load import scene_registry
+    from harness_bt.scene import scene_registry
 
     registry = scene_registry(entry_points=False)
     registry.load(Group.SCENES, on_error=_warn)

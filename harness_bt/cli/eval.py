@@ -31,8 +31,8 @@ from rich.progress import (
 from typer.core import TyperCommand
 
 from harness_bt.cli import plan
+from harness_bt.cli.documents import SET_HELP, parse_set
 from harness_bt.cli.run import parse_inject
-from harness_bt.cli.spec import SET_HELP, parse_set
 from harness_bt.errors import DefinitionError
 from harness_bt.eval.driver import EvalRun
 from harness_bt.eval.episode import DEFAULT_EPISODE_FN

@@ -15,6 +15,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from harness_bt.authoring.placeholders import render
 from harness_bt.errors import DefinitionError
 from harness_bt.planner.candidates import DEFAULT_LIBRARY, library_candidates
 from harness_bt.planner.engage import (
@@ -26,7 +27,6 @@ from harness_bt.planner.engage import (
 from harness_bt.planner.model import Decision, Plan, PlanRequest
 from harness_bt.planner.registry import API_KEY_ENV, URL_ENV, PlannerOptions, open_planner
 from harness_bt.run.episodes import RunReport
-from harness_bt.spec.placeholders import render
 
 __all__ = ["DEFAULT_LIBRARY", "PlanArgs", "choose", "chosen", "decision_text", "planned_run"]
 

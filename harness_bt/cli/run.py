@@ -29,6 +29,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from harness_bt.authoring import load_task
+from harness_bt.authoring.scenes import with_scene
 from harness_bt.cli import plan
 from harness_bt.cli.console import (
     CONSOLE_EXIT_HELP,
@@ -37,16 +39,15 @@ from harness_bt.cli.console import (
     live_console,
     stay_up,
 )
-from harness_bt.cli.spec import SET_HELP, parse_set
+from harness_bt.cli.documents import SET_HELP, parse_set
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
-from harness_bt.phases import Task
 from harness_bt.run.episodes import RunReport, RunWatch, percentile, run_episodes
 from harness_bt.run.journal import RunJournal
 from harness_bt.run.resume import DurableRun, open_durable, start_durable
 from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions, runtime_registry
-from harness_bt.spec import load_task
+from harness_bt.task import Task
 
 if TYPE_CHECKING:
     from harness_bt.console import Console as LiveConsole
@@ -335,6 +336,7 @@ def _run_file(task_file: Path, params: dict[str, Any], *, sim: str | None, episo
                          faults=parse_inject(inject), cameras=tuple(camera) if camera else None,
                          extra=extra, runtime_url=runtime, scene=scene or task.scene,
                          params=dict(task.params))
+    options = with_scene(options)
     open_journal = None
     if journal is not None:
         def open_journal(_: EpisodeRuntime) -> DurableRun:
@@ -418,6 +420,7 @@ def resume(
             extra["telemetry"] = runtime_telemetry
         options = RunOptions(task=task.name, runtime_url=url, extra=extra,
                              scene=header.scene, params=dict(task.params))
+        options = with_scene(options)
         if trace is None and header.trace:  # run.jsonl -> run.resumed.jsonl, .resumed2, ...
             old = Path(header.trace)
             n = 1

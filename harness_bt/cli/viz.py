@@ -29,7 +29,7 @@ def viz(
                                 "(recover, act_and_evaluate) instead of one node each."),
 ) -> None:
     """Draw the execution graph (statechart and trees), coloured by a run with --trace."""
-    from harness_bt.cli.spec import parse_set, resolve_skills
+    from harness_bt.cli.documents import parse_set, resolve_skills
     from harness_bt.viz.render import FORMATS, render, write
 
     fmt = output.suffix.lstrip(".").lower()
@@ -40,7 +40,7 @@ def viz(
     if file.suffix == ".jsonl":
         data = render(trace=trace or file, at=at, fmt=fmt, fold=not unfold)
     else:
-        from harness_bt.spec.loader import load_task
+        from harness_bt.authoring.loader import load_task
 
         task = load_task(file, skills=resolve_skills(skills), params=parse_set(set_))
         data = render(task, trace=trace, at=at, fmt=fmt, fold=not unfold)

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness_bt.authoring.scenes import with_scene
 from harness_bt.errors import DefinitionError, HarnessError
 from harness_bt.eval.plan import EpisodeSpec
 from harness_bt.run.episodes import EpisodeReport, percentile, run_episodes
@@ -109,15 +110,16 @@ def _options(spec: EpisodeSpec, task_scene: str | None, params: Mapping[str, Any
     extra = dict(spec.extra)
     if spec.worker_id is not None:
         extra["worker_id"] = spec.worker_id
-    return RunOptions(task=task_name, sim_url=spec.sim_url, episodes=1, seed=spec.seed,
-                      faults=dict(spec.faults), scene=spec.scene or task_scene,
-                      params=dict(params), extra=extra)
+    return with_scene(RunOptions(task=task_name, sim_url=spec.sim_url, episodes=1,
+                                 seed=spec.seed, faults=dict(spec.faults),
+                                 scene=spec.scene or task_scene, params=dict(params),
+                                 extra=extra))
 
 
 def run_episode(spec: EpisodeSpec) -> dict[str, Any]:
     """Run one episode of ``spec`` on a fresh in-process simulator (see the module
     docstring) and return its row."""
-    from harness_bt.spec import load_task
+    from harness_bt.authoring import load_task
 
     task = load_task(Path(spec.task_file), params=dict(spec.params))
     options = _options(spec, task.scene, task.params, task.name)
@@ -137,7 +139,7 @@ def run_server_episodes(spec: EpisodeSpec, *, skip: Callable[[str], bool] | None
     episode left; one row per episode (see the module docstring). An episode ``skip`` says is
     recorded already is still run (the server's queue decides what comes next) but yields
     nothing."""
-    from harness_bt.spec import load_task
+    from harness_bt.authoring import load_task
 
     task = load_task(Path(spec.task_file), params=dict(spec.params))
     options = _options(spec, task.scene, task.params, task.name)

@@ -55,8 +55,8 @@ class EvalResult:
 
 
 def _check(config: EvalConfig) -> None:
-    from harness_bt.scene import load_scene
-    from harness_bt.spec import load_task
+    from harness_bt.authoring import load_task
+    from harness_bt.authoring.scenes import load_scene
 
     if config.episodes < 1:
         raise DefinitionError("INVALID_OPTION", f"--episodes {config.episodes}: at least 1",

@@ -28,7 +28,7 @@ __all__ = [
 class Port:
     """One constructor keyword of a node type. ``type`` is one of ``str, int, float, bool, list,
     dict, any, tree, trees, expr`` (``tree``/``trees``: child subtrees; ``expr``: a
-    :mod:`harness_bt.spec.expr` expression).
+    :mod:`harness_bt.expr` expression).
 
     ``blackboard`` says how the value names blackboard keys, for validation and remapping:
     ``read`` / ``write`` (the value is a key), ``read_values`` (a dict whose values are keys),

@@ -11,8 +11,8 @@ from py_trees.common import Status
 
 from harness_bt.context import OutcomeKind, RunContext
 from harness_bt.errors import DefinitionError
+from harness_bt.expr import ExprError, Expression, compile_expr, run_env
 from harness_bt.nodes.base import HarnessNode, NodeManifest, Port
-from harness_bt.spec.expr import ExprError, Expression, compile_expr, run_env
 from harness_bt.world import Relation, WorldSnapshot
 
 __all__ = ["Check", "Observe", "WaitFor"]
@@ -205,7 +205,7 @@ class WaitFor(HarnessNode):
     - **SUCCESS**: it holds (or the time has passed).
     - **FAILURE**: ``timeout_s`` passed first (outcome ``failed``, reason ``TIMEOUT``).
 
-    ``when`` is a declarative expression over ``bb`` and ``world`` (:mod:`harness_bt.spec.expr`,
+    ``when`` is a declarative expression over ``bb`` and ``world`` (:mod:`harness_bt.expr`,
     e.g. ``"not exists(world.cup)"``), usable from task files; ``condition`` (Python only) is
     called with the :class:`~harness_bt.context.RunContext`.
     """

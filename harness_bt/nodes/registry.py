@@ -1,5 +1,5 @@
 """The node-type registry: type name -> constructor + manifest, so a task file can be validated,
-built and drawn (:func:`harness_bt.spec.build_tree` builds a tree from a node dict through it);
+built and drawn (:func:`harness_bt.authoring.build_tree` builds a tree from a node dict through it);
 :func:`describe_tree` turns a built tree back into data (what the trace's first event and the
 drawings use)."""
 

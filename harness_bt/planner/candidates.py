@@ -10,14 +10,15 @@ from typing import Any
 
 import yaml
 
+from harness_bt.authoring import load_spec
+from harness_bt.authoring.model import TaskSpec
+from harness_bt.authoring.scenes import check_scene
 from harness_bt.errors import DefinitionError
 from harness_bt.planner.model import Candidate, SceneObject
 from harness_bt.planner.words import object_words
 from harness_bt.plugins import Registry
-from harness_bt.scene.load import check_scene, find_scene, scene_registry
+from harness_bt.scene import find_scene, scene_registry
 from harness_bt.scene.model import SceneSpec
-from harness_bt.spec import load_spec
-from harness_bt.spec.model import TaskSpec
 
 __all__ = ["DEFAULT_LIBRARY", "candidate_of", "library_candidates", "scene_objects"]
 

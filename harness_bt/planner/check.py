@@ -1,6 +1,6 @@
 """An answer (a task's name and parameter values, from a model or a user) checked like a
 task file's parameters: the task must be a candidate, each parameter declared and of its
-type (:func:`~harness_bt.spec.params.check_value`), each ``object`` value an object of the
+type (:func:`~harness_bt.authoring.params.check_value`), each ``object`` value an object of the
 task's scene. Every problem is reported at once."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from harness_bt.authoring.params import check_value, describe
 from harness_bt.planner.model import Candidate, Plan, PlanRequest, Refusal, RefusalCode
 from harness_bt.plugins import did_you_mean
-from harness_bt.spec.params import check_value, describe
 
 __all__ = ["check_answer", "task_lines"]
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
+from harness_bt.authoring.model import ParamSpec
 from harness_bt.errors import PlanningError
-from harness_bt.spec.model import ParamSpec
 
 __all__ = [
     "Attempt",

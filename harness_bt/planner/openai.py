@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from harness_bt.authoring.model import ParamSpec
 from harness_bt.errors import PlanningError
 from harness_bt.planner.check import check_answer, task_lines
 from harness_bt.planner.model import (
@@ -29,7 +30,6 @@ from harness_bt.planner.model import (
     digest,
 )
 from harness_bt.planner.registry import API_KEY_ENV, URL_ENV, PlannerOptions
-from harness_bt.spec.model import ParamSpec
 
 __all__ = ["SYSTEM_PROMPT", "OpenAIPlanner", "answer_schema", "user_prompt"]
 

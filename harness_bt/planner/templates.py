@@ -17,6 +17,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness_bt.authoring.model import ParamSpec
+from harness_bt.authoring.params import check_value, describe
+from harness_bt.authoring.placeholders import PLACEHOLDER
 from harness_bt.planner.check import task_lines
 from harness_bt.planner.model import (
     Candidate,
@@ -28,9 +31,6 @@ from harness_bt.planner.model import (
     digest,
 )
 from harness_bt.planner.words import NUMBER, normalise
-from harness_bt.spec.model import ParamSpec
-from harness_bt.spec.params import check_value, describe
-from harness_bt.spec.placeholders import PLACEHOLDER
 
 __all__ = ["Template", "TemplatePlanner", "compile_template"]
 

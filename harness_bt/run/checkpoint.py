@@ -26,8 +26,8 @@ from statemachine.orderedset import OrderedSet
 
 from harness_bt.context import PhaseScope, RunContext
 from harness_bt.ledger import Ledger
-from harness_bt.phases import Task
 from harness_bt.run.journal import RunCheckpoint, RunJournal, journalable
+from harness_bt.task import Task
 
 __all__ = ["Checkpointed", "Checkpointer", "RunProgress", "chart_in", "restore", "take"]
 

@@ -31,7 +31,6 @@ from typing import Any, Protocol
 from harness_bt.errors import DefinitionError
 from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.ledger import Command
-from harness_bt.phases import Task
 from harness_bt.plugins import Registry
 from harness_bt.run.resume import DurableRun
 from harness_bt.run.runner import TaskRunner
@@ -44,6 +43,7 @@ from harness_bt.runtime.episodes import (
     runtime_registry,
 )
 from harness_bt.skill import SkillRegistry
+from harness_bt.task import Task
 from harness_bt.trace import Trace
 from harness_bt.world import Perception, perception_registry
 
@@ -261,14 +261,16 @@ def _only(registry: Registry[Any], name: str | None, what: str, flag: str) -> An
 
 def _scene_perception(make: Callable[..., Perception], options: RunOptions
                       ) -> Callable[[], Perception]:
-    """The perception factory, given the run's scene when it names one and the factory takes
-    ``scene`` (its catalogue of objects then comes from the scene document). The scene is
-    loaded (and checked) before the runtime starts."""
+    """The perception factory, given the run's scene document when the run names a scene and
+    the factory takes ``scene`` (its catalogue of objects then comes from the document)."""
     if options.scene is None:
         return make
-    from harness_bt.scene import load_scene
-
-    scene = load_scene(options.scene, params=options.params)
+    scene = options.scene_document
+    if scene is None:
+        raise DefinitionError(
+            "SCENE_NOT_LOADED", f"the run names scene {options.scene!r} but carries no scene "
+            "document", fix="load it into the options first: "
+                            "harness_bt.authoring.scenes.with_scene(options)")
     try:
         takes_scene = "scene" in inspect.signature(make).parameters
     except (TypeError, ValueError):

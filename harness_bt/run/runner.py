@@ -33,7 +33,6 @@ from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.ledger import CommandRecord, CommandState, HistoryEntry, Ledger
 from harness_bt.nodes.registry import NodeRegistry
-from harness_bt.phases import Task
 from harness_bt.run import checkpoint
 from harness_bt.run.checkpoint import Checkpointer, RunProgress
 from harness_bt.run.journal import RunCheckpoint, RunJournal
@@ -42,6 +41,7 @@ from harness_bt.run.result import TaskResult, result_of
 from harness_bt.run.trees import RunTrees
 from harness_bt.runtime.bridge import RuntimeBridge
 from harness_bt.skill import SkillRegistry
+from harness_bt.task import Task
 from harness_bt.trace import Trace
 from harness_bt.world import Perception, WorldModel, scripted_perception
 
@@ -70,7 +70,7 @@ class _ChartHooks:
 
 
 class TaskRunner:
-    """Runs a :class:`~harness_bt.phases.Task` against a :class:`~harness_bt.RuntimeBridge`.
+    """Runs a :class:`~harness_bt.task.task.Task` against a :class:`~harness_bt.RuntimeBridge`.
 
     Construction builds one tree per atomic phase and binds every node (unknown skills and
     evaluators are reported here, all at once). Nothing is sent until the first :meth:`tick`.

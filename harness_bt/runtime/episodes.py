@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from harness_bt.clock import Clock
 from harness_bt.plugins import Group, Registry
 from harness_bt.runtime.bridge import RuntimeBridge
+from harness_bt.scene.document import Scene
 
 __all__ = [
     "EpisodeEnd",
@@ -46,7 +47,9 @@ class RunOptions:
     for the built-in simulator (``slip``, ``nudge``, ``occlude``, ``drop``, ``delay``).
     ``cameras``: camera specs for the built-in simulator (None: the runtime's default).
     ``runtime_url``: a runtime server to drive (``harness run --runtime URL``).
-    ``extra``: runtime-specific settings.
+    ``extra``: runtime-specific settings. ``scene_document``: the scene ``scene`` names,
+    read and checked (:func:`harness_bt.authoring.scenes.with_scene` loads it); the run's
+    perception takes its catalogue of objects from it.
     """
 
     task: str
@@ -59,6 +62,7 @@ class RunOptions:
     runtime_url: str | None = None
     scene: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    scene_document: Scene | None = None
 
 
 @dataclass(frozen=True, slots=True)

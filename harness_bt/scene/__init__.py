@@ -1,20 +1,14 @@
-"""Scenes as documents: what a simulator builds and how it judges an episode.
+"""Scenes: what a simulator builds and how it judges an episode.
 
 A scene document (YAML) declares objects, a seeded layout, cameras and a success condition over
 predicates evaluated on the simulator's own state; tasks name the scene they run on
 (``scene:``). Scenes and predicates are plug-ins (the ``harness_bt.scenes`` and
-``harness_bt.predicates`` entry points). See docs/scenes.md.
+``harness_bt.predicates`` entry points). Scene documents are read and checked by
+:mod:`harness_bt.authoring.scenes` (``load_scene``, ``check_scene``). See docs/scenes.md.
 """
 
 from harness_bt.scene.condition import Condition, ConditionError, compile_condition
-from harness_bt.scene.load import (
-    Scene,
-    SceneError,
-    check_scene,
-    find_scene,
-    load_scene,
-    scene_registry,
-)
+from harness_bt.scene.document import Scene, SceneError, find_scene, scene_registry
 from harness_bt.scene.model import COLOURS, SHAPES, ObjectSpec, SceneSpec
 from harness_bt.scene.predicates import Arg, Cavity, Predicate, SceneState, predicate_registry
 
@@ -31,10 +25,8 @@ __all__ = [
     "SceneError",
     "SceneSpec",
     "SceneState",
-    "check_scene",
     "compile_condition",
     "find_scene",
-    "load_scene",
     "predicate_registry",
     "scene_registry",
 ]

@@ -29,10 +29,10 @@ from harness_bt.nodes import (
     act_and_evaluate,
     recover,
 )
-from harness_bt.phases import Compound, Final, Parallel, Phase, Task, on
 from harness_bt.plugins import did_you_mean
 from harness_bt.run.runner import TaskRunner
 from harness_bt.skill import Lifecycle, Postcondition, Skill, SkillRegistry, Violation
+from harness_bt.task import Compound, Final, Parallel, Phase, Task, on
 from harness_bt.testing.fake_runtime import FakeRuntime, FakeScene, Script
 from harness_bt.world import WorldView
 

@@ -1,5 +1,5 @@
 """The running example (:func:`harness_bt.testing.example.fetch_cup_task`) as a task spec:
-built in Python with :mod:`harness_bt.spec.builder`, and written by hand as YAML
+built in Python with :mod:`harness_bt.authoring.builder`, and written by hand as YAML
 (:data:`FETCH_CUP_YAML`). Both give the same spec; the task built from either behaves like the
 Python one under every scenario (its monitor waits on an expression instead of a callable)."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness_bt.spec import builder as b
-from harness_bt.spec import tree as t
-from harness_bt.spec.model import TaskSpec
+from harness_bt.authoring import builder as b
+from harness_bt.authoring import tree as t
+from harness_bt.authoring.model import TaskSpec
 
 __all__ = ["FETCH_CUP_YAML", "fetch_cup_spec"]
 

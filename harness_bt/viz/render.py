@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_bt.errors import DefinitionError
-from harness_bt.phases import Task
+from harness_bt.task import Task
 from harness_bt.trace import TraceReader
 from harness_bt.viz.dot import render_dot, to_dot
 from harness_bt.viz.frames import Frame, frame_at
@@ -33,13 +33,13 @@ def trace_of(trace: TraceLike) -> TraceReader:
 
 def structure_of(task: Any) -> dict[str, Any]:
     """The task structure of a :class:`~harness_bt.Task`, a
-    :class:`~harness_bt.spec.TaskSpec` (built with the installed registries), a structure
+    :class:`~harness_bt.authoring.TaskSpec` (built with the installed registries), a structure
     dict, or a task file path."""
     if isinstance(task, Task):
         return task.structure()
     if isinstance(task, Mapping):
         return dict(task)
-    from harness_bt.spec import TaskSpec, build_task, load_task
+    from harness_bt.authoring import TaskSpec, build_task, load_task
 
     if isinstance(task, TaskSpec):
         return build_task(task).structure()

@@ -67,9 +67,10 @@ def open_runtime(options: RunOptions) -> InProcRuntime:
             "NO_SCENE", f"task {options.task!r} names no scene for the built-in simulator",
             fix="add 'scene: NAME' to the task (harness scenes lists them), or pass --scene "
                 "NAME_OR_FILE")
-    from harness_bt.scene import load_scene
+    from harness_bt.authoring.scenes import load_scene
 
-    own_steps = load_scene(options.scene, params=options.params).spec.max_steps
+    scene = options.scene_document or load_scene(options.scene, params=options.params)
+    own_steps = scene.spec.max_steps
     config = SimConfig(
         scenes=(options.scene,), params=dict(options.params),
         episodes=max(1, int(options.episodes)), seed=int(options.seed),

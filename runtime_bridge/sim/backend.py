@@ -102,7 +102,7 @@ def make_backend(dt: float = 1.0 / 30.0, *, scene: str = "pick_cube", seed: int 
     An unknown or faulty scene raises :class:`~harness_bt.errors.DefinitionError`
     (``UNKNOWN_SCENE`` naming the known scenes, or ``INVALID_SCENE`` with every problem),
     before anything is built."""
-    from harness_bt.scene import load_scene
+    from harness_bt.authoring.scenes import load_scene
     from runtime_bridge.sim.config import parse_camera_spec
 
     if config is None:

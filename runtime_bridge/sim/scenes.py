@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from harness_bt.authoring.scenes import load_scene
 from harness_bt.errors import DefinitionError
 from harness_bt.scene import Scene as SceneDoc
-from harness_bt.scene import load_scene
 from harness_bt.scene.model import PlacementSpec
 from runtime_bridge.sim.scene import Scene, SceneLayout, extents_of
 

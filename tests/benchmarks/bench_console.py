@@ -30,11 +30,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from harness_bt.authoring import load_task  # noqa: E402
+from harness_bt.authoring.scenes import with_scene  # noqa: E402
 from harness_bt.console import Console  # noqa: E402
 from harness_bt.console.feed import Feed, delta  # noqa: E402
 from harness_bt.run.episodes import RunReport, percentile, run_episodes  # noqa: E402
 from harness_bt.runtime.episodes import RunOptions  # noqa: E402
-from harness_bt.spec import load_task  # noqa: E402
 from runtime_bridge.inproc import open_runtime  # noqa: E402
 
 TASK = ROOT / "trees" / "pick_cube.yaml"
@@ -65,7 +66,8 @@ ws.close()
 
 def one_run(seed: int, with_console: bool) -> tuple[RunReport, dict[str, Any]]:
     task = load_task(TASK)
-    options = RunOptions(task=task.name, seed=seed, scene=task.scene, params=dict(task.params))
+    options = with_scene(RunOptions(task=task.name, seed=seed, scene=task.scene,
+                                    params=dict(task.params)))
     runtime = open_runtime(options)
     extra: dict[str, Any] = {}
     console: Console | None = None

@@ -30,9 +30,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 
+from harness_bt.authoring import load_task  # noqa: E402
+from harness_bt.authoring.scenes import with_scene  # noqa: E402
 from harness_bt.run.episodes import percentile, run_episodes  # noqa: E402
 from harness_bt.runtime.episodes import RunOptions  # noqa: E402
-from harness_bt.spec import load_task  # noqa: E402
 from runtime_bridge.inproc import open_runtime  # noqa: E402
 from runtime_bridge.sim import FaultRates, ScriptedPicker, SimConfig, SimEnv  # noqa: E402
 
@@ -104,8 +105,8 @@ def row(task: str, params: dict[str, Any], condition: str, episodes: int,
     faults = FAULTS if condition == "faults" else {}
     base = oracle(task, params, episodes, seed, faults)
     loaded = load_task(ROOT / "trees" / f"{task}.yaml", params=params)
-    options = RunOptions(task=task, scene=loaded.scene, params=loaded.params, episodes=episodes,
-                         seed=seed, faults=faults)
+    options = with_scene(RunOptions(task=task, scene=loaded.scene, params=loaded.params,
+                                    episodes=episodes, seed=seed, faults=faults))
     began = time.perf_counter()
     runtime = open_runtime(options)
     try:

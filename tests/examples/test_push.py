@@ -60,7 +60,7 @@ def test_every_registry_finds_the_package_through_its_entry_points() -> None:
 
 
 def test_the_task_validates_and_names_the_package_scene(push_package: Path) -> None:
-    from harness_bt.spec import check_file, load_task
+    from harness_bt.authoring import check_file, load_task
 
     path = push_package / "tasks" / "push_cube.yaml"
     assert check_file(path).report.problems == []
@@ -154,14 +154,15 @@ def test_harness_skills_describes_push_with_its_package(capsys: pytest.CaptureFi
 
 @pytest.mark.slow
 def test_the_task_pushes_the_cube_on_the_built_in_simulator(push_package: Path) -> None:
+    from harness_bt.authoring import load_task
+    from harness_bt.authoring.scenes import with_scene
     from harness_bt.run.episodes import run_episodes
     from harness_bt.runtime.episodes import RunOptions
-    from harness_bt.spec import load_task
     from runtime_bridge.inproc import open_runtime
 
     task = load_task(push_package / "tasks" / "push_cube.yaml")
-    options = RunOptions(task=task.name, scene=task.scene, params=task.params, episodes=1,
-                         seed=1)
+    options = with_scene(RunOptions(task=task.name, scene=task.scene, params=task.params,
+                                    episodes=1, seed=1))
     runtime = open_runtime(options)
     try:
         report = run_episodes(task, options, runtime=runtime)

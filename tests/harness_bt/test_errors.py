@@ -9,7 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 import pytest
 
 from harness_bt.errors import BridgeError, DefinitionError, HarnessError
-from harness_bt.spec.problems import Problem, Report, SpecError
+from harness_bt.problems import Problem, Report, SpecError
 
 
 def _raise(error: HarnessError) -> None:

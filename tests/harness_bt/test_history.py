@@ -12,14 +12,14 @@ import py_trees
 import pytest
 
 from harness_bt import Compound, FakeClock, Final, History, Ledger, Phase, Task, TaskRunner, on
+from harness_bt.authoring import builder as b
+from harness_bt.authoring import check_file, load_spec, load_task, spec_from_task
+from harness_bt.authoring import tree as t
+from harness_bt.authoring.loader import export_btcpp
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
 from harness_bt.run.checkpoint import chart_in
 from harness_bt.run.journal import RunCheckpoint, RunHeader, RunJournal
-from harness_bt.spec import builder as b
-from harness_bt.spec import check_file, load_spec, load_task, spec_from_task
-from harness_bt.spec import tree as t
-from harness_bt.spec.loader import export_btcpp
 from harness_bt.testing import FakeRuntime, Script
 from harness_bt.testing.example import example_runtime, example_skills
 from harness_bt.viz.dot import to_dot

@@ -17,8 +17,9 @@ from harness_bt import (
     TaskBudget,
     on,
 )
+from harness_bt.authoring import build_tree
+from harness_bt.authoring.neutral import new_task, task_from_dict
 from harness_bt.nodes import NodeRegistry, SkillAction, WaitFor
-from harness_bt.spec import build_tree
 from harness_bt.testing import Script
 from harness_bt.testing.example import example_runtime, fetch_cup_task
 from tests.harness_bt.helpers import run_to_end, runner_for, view
@@ -112,7 +113,7 @@ def test_trees_build_from_node_specs_with_every_problem_named() -> None:
 
 def test_a_phase_declared_as_a_dict_runs() -> None:
     clock = FakeClock()
-    task = Task("spec", [
+    task = new_task("spec", [
         Phase("work", {"type": "sequence", "name": "s", "children": [
             {"type": "skill_action", "name": "go", "skill": "navigate",
              "params": {"x_m": 1.0, "y_m": 0.0}},
@@ -271,7 +272,7 @@ def test_a_task_builds_from_the_neutral_dict_form_and_runs() -> None:
             {"id": "done", "kind": "final"},
             {"id": "aborted_drive", "final": True},
         ]}
-    task = Task.from_dict(data, guards={"always": lambda g: True})
+    task = task_from_dict(data, guards={"always": lambda g: True})
     assert task.budget.to_dict() == {"max_retries": 2, "max_time_s": 10}
     assert task.structure()["phases"][1]["kind"] == "parallel"
     clock = FakeClock()
@@ -283,7 +284,7 @@ def test_a_task_builds_from_the_neutral_dict_form_and_runs() -> None:
         {"event": "failed", "target": "y", "guard": "alway"}, {"target": "y"}]},
         {"id": "z", "kind": "loop"}])
     with pytest.raises(DefinitionError) as err:
-        Task.from_dict(bad, guards={"always": lambda g: True})
+        task_from_dict(bad, guards={"always": lambda g: True})
     assert err.value.details["problems"] == [
         "phases[0] (x).transitions[0]: unknown guard 'alway'; known: always; "
         "did you mean 'always'?",

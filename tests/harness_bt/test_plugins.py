@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness_bt import Final, Phase, SkillRegistry, Task, TaskRunner, on
+from harness_bt.authoring.neutral import new_task
 from harness_bt.errors import DefinitionError
 from harness_bt.plugins import Group, Origin, Registry, load_group
 from harness_bt.run.episodes import run_episodes
@@ -94,7 +95,7 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def waving_task() -> Task:
     """Home the arm (a skill of the built-in ``skills`` package), then wave (another
     package's), each judged by its own package's evaluator."""
-    return Task("home_and_wave", [
+    return new_task("home_and_wave", [
         Phase("work", {"type": "sequence", "name": "both", "children": [
             {"type": "act_and_evaluate", "name": "home", "skill": "home"},
             {"type": "act_and_evaluate", "name": "wave", "skill": "wave"}]},

@@ -18,8 +18,8 @@ from websockets.sync.client import connect
 
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.policy.client import PolicyClient
-from policies.server import PolicyServer
 from harness_bt.policy.wire import pack, unpack_map
+from policies.server import PolicyServer
 
 
 class Counter:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness_bt.scene import load_scene
+from harness_bt.authoring.scenes import load_scene
 from skills.perception.catalogue import catalogue_for, colour_range
 from skills.perception.instances import InstanceTracker, components
 

@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from harness_bt import EvaluatorRegistry, FakeClock, SkillRegistry, Task, TaskRunner
+from harness_bt import EvaluatorRegistry, FakeClock, SkillRegistry, TaskRunner
+from harness_bt.authoring import check_file, load_task
+from harness_bt.authoring.compile import to_neutral
+from harness_bt.authoring.neutral import task_from_dict
+from harness_bt.authoring.scenes import load_scene
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.base import iter_nodes
 from harness_bt.nodes.skill_action import SkillAction
-from harness_bt.scene import load_scene
-from harness_bt.spec import check_file, load_task
-from harness_bt.spec.compile import to_neutral
 from harness_bt.testing import FakeRuntime
 
 TREES = Path(__file__).resolve().parents[2] / "trees"
@@ -46,7 +47,7 @@ def test_yaml_and_python_agree_for_other_parameter_values(name: str) -> None:
 @pytest.mark.parametrize("name", TASKS)
 def test_the_yaml_compiles_to_a_neutral_dict_form(name: str) -> None:
     data, guards = to_neutral(check_file(TREES / f"{name}.yaml"))
-    assert Task.from_dict(data, guards=guards).structure() == \
+    assert task_from_dict(data, guards=guards).structure() == \
         load_task(TREES / f"{name}.yaml").structure()
 
 

@@ -24,11 +24,11 @@ from collections.abc import Sequence
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import CommandState, Ledger, Verdict
-from harness_bt.phases import Task
 from harness_bt.plugins import load_reference
 from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.bridge import RuntimeState
 from harness_bt.skill import SkillRegistry
+from harness_bt.task import Task
 from harness_bt.world import Perception, scripted_perception
 from runtime_bridge.zmq.bridge import ZmqBridge, ZmqBridgeConfig
 
@@ -43,7 +43,7 @@ def load_workload(spec: str) -> tuple[Task, SkillRegistry | None, Perception]:
         made = load_reference(spec, "chaos workload")()
         task, skills = made
         return task, skills, scripted_perception
-    from harness_bt.spec import load_task
+    from harness_bt.authoring import load_task
     from harness_bt.world import perception_registry
 
     registry = perception_registry()

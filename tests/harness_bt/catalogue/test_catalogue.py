@@ -9,11 +9,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_bt.catalogue.entries import node_entries, skill_entries
-from harness_bt.catalogue.params import describe_params, signature, unit_of
 from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.nodes import NodeRegistry
 from harness_bt.runtime.executor import ExecutorRegistry
 from harness_bt.skill import Postcondition, Skill, SkillRegistry
+from harness_bt.skill_params import describe_params, signature, unit_of
 
 
 class SweepParams(BaseModel):

@@ -15,7 +15,7 @@ from harness_bt.cli import run as run_cli
 from harness_bt.run.episodes import RunReport
 from harness_bt.runtime.episodes import RunOptions
 
-PICK = Path(__file__).resolve().parents[1] / "spec" / "fixtures" / "params_pick.yaml"
+PICK = Path(__file__).resolve().parents[1] / "authoring" / "fixtures" / "params_pick.yaml"
 
 
 def err(capsys: pytest.CaptureFixture[str]) -> str:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from harness_bt.authoring.schema import BUILTIN_SCHEMA
 from harness_bt.cli import main
-from harness_bt.spec.schema import BUILTIN_SCHEMA
 from harness_bt.testing.example_spec import FETCH_CUP_YAML
 
 SKILLS = ["--skills", "harness_bt.testing.example:example_skills"]

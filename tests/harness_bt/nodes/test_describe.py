@@ -4,8 +4,8 @@ from __future__ import annotations
 
 
 def test_the_structure_keeps_a_parallel_policy() -> None:
+    from harness_bt.authoring import build_tree
     from harness_bt.nodes import describe_tree
-    from harness_bt.spec import build_tree
 
     for policy in ("all", "one"):
         tree = build_tree({"type": "parallel", "name": "p", "policy": policy, "children": [

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from harness_bt.authoring import check_file
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.registry import NodeRegistry
-from harness_bt.spec import check_file
 from harness_bt.testing.example import example_skills
 
 INTERNAL = ["recovery_done", "recovery_gate", "recovery_guard", "running"]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from harness_bt.authoring.model import ParamSpec
 from harness_bt.planner.check import check_answer
 from harness_bt.planner.model import Candidate, Plan, PlanRequest, Refusal, RefusalCode
-from harness_bt.spec.model import ParamSpec
 from tests.harness_bt.planner.test_templates import CUBES
 
 LIFT = Candidate("lift", "lift.yaml", ("lift the {target} by {height} m",),

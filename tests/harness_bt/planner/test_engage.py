@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from harness_bt import FakeClock, TaskRunner, TraceReader
+from harness_bt.authoring import load_task
 from harness_bt.planner.engage import PlannerWatch, append_decisions, engage, replannable
 from harness_bt.planner.model import (
     Decision,
@@ -22,7 +23,6 @@ from harness_bt.planner.model import (
 )
 from harness_bt.run.episodes import EpisodeReport, RunReport
 from harness_bt.runtime.episodes import RunOptions
-from harness_bt.spec import load_task
 from harness_bt.testing import Script
 from harness_bt.testing.example import example_runtime, example_skills, grasp_effect
 

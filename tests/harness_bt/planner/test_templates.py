@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from harness_bt.authoring import check_file
+from harness_bt.authoring.model import ParamSpec
 from harness_bt.errors import PlanningError
 from harness_bt.planner.candidates import scene_objects
 from harness_bt.planner.model import Candidate, PlanRequest, RefusalCode, SceneObject
 from harness_bt.planner.templates import TemplatePlanner, compile_template
 from harness_bt.planner.words import normalise, object_words
-from harness_bt.spec import check_file
-from harness_bt.spec.model import ParamSpec
 from tests.harness_bt.planner.library_table import BEGIN, END, TABLE, markdown_table
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -156,7 +156,7 @@ def test_scene_objects_are_named_by_id_label_colour_and_shape(
     words = {o.id: o.words for o in pick_and_place.objects}
     assert words["lego"] == {"lego", "brick", "yellow"}
     assert words["tray"] == {"tray", "grey"}
-    from harness_bt.scene.load import load_scene
+    from harness_bt.authoring.scenes import load_scene
 
     assert scene_objects(load_scene("stack").spec)[0].words == {"red", "cube"}
 

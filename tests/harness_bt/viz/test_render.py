@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from harness_bt.authoring import load_task
 from harness_bt.errors import HarnessError
-from harness_bt.spec import load_task
 from harness_bt.trace import TraceReader
 from harness_bt.viz import COLOURS, drawing, frame_at, render
-from tests.harness_bt.spec.test_library_parity import LIBRARY, Entry
+from tests.harness_bt.authoring.test_library_parity import LIBRARY, Entry
 
 SVG = "{http://www.w3.org/2000/svg}"
 

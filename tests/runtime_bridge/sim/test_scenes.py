@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness_bt.authoring.scenes import load_scene
 from harness_bt.errors import DefinitionError
-from harness_bt.scene import load_scene, predicate_registry
+from harness_bt.scene import predicate_registry
 from runtime_bridge.sim.env import SimEnv
 from runtime_bridge.sim.scenes import SimScene
 from tests.runtime_bridge.sim.test_grasping import run_scripted

@@ -9,8 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness_bt.phases import Task
+from harness_bt.authoring.neutral import task_from_dict
 from harness_bt.skill import Lifecycle, Skill, SkillRegistry
+from harness_bt.task import Task
 from runtime_bridge.testing.chaos import Workload
 
 
@@ -36,7 +37,7 @@ def light_task() -> tuple[Task, SkillRegistry]:
         lifecycle=Lifecycle(start_within_ms=3_000, execution_timeout_ms=10_000,
                             stop_timeout_ms=1_000, retry_safe=True),
         description="wait a number of control steps (the test executors' wait)")])
-    task = Task.from_dict({
+    task = task_from_dict({
         "name": "light", "initial": "one", "budget": {"max_retries": 15, "max_time_s": 60},
         "phases": [_phase("one", "two"), _phase("two", "three", steps=120), _phase("three", "done"),
                    {"id": "done", "kind": "final"},

@@ -1,0 +1,89 @@
+"""A small, safe, declarative expression language for guards and waits (never ``eval``).
+
+Task files name conditions in text: a transition guard (``when: "outcome.reason ==
+'NO_PROGRESS' and bb.attempts < 3"``) or a wait (``wait_for`` with ``when: "not
+exists(world.cup)"``). The text is tokenised and parsed here into a small tree that is
+interpreted over read-only views; nothing in it can call Python, import, or reach an attribute
+of a Python object.
+
+Grammar (``not`` binds tighter than ``and``, ``and`` tighter than ``or``; comparisons do not
+chain)::
+
+    expr       := or
+    or         := and ("or" and)*
+    and        := not ("and" not)*
+    not        := "not" not | comparison
+    comparison := sum [("==" | "!=" | "<" | "<=" | ">" | ">=" | "in" | "not in") sum]
+    sum        := product (("+" | "-") product)*
+    product    := unary (("*" | "/") unary)*
+    unary      := "-" unary | primary
+    primary    := NUMBER | STRING | true | false | null | "(" expr ")"
+                | "[" [expr ("," expr)*] "]" | FUNCTION "(" [expr ("," expr)*] ")" | path
+    path       := ROOT ("." NAME | "[" (STRING | NUMBER) "]")*
+
+Roots: ``bb`` (or ``blackboard``): the run's blackboard; ``world``: the world model, one entry
+per object id (``world.cup.confidence``, ``.pose``, ``.position``, ``.extent``, ``.version``,
+``.age_s``, ``.label``, ``.on``, ``.in``, ``.held_by``); ``outcome`` (transition guards only):
+``.kind``, ``.reason``, ``.node_path``, ``.retryable``, ``.details``. Functions: ``exists``,
+``len``, ``abs``, ``min``, ``max``.
+
+A path that leads nowhere is *missing*: it equals ``null``, every other comparison with it is
+false, ``exists()`` of it is false. Comparing values of different kinds is false; arithmetic on
+non-numbers is missing. A guard therefore never raises while a task runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness_bt.expr.evaluate import MISSING, Resolver, evaluate, object_view, run_env
+from harness_bt.expr.syntax import ExprError, Node, parse, unparse, walk
+
+__all__ = ["MISSING", "ExprError", "Expression", "compile_expr", "object_view", "run_env"]
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A parsed expression: evaluate it over resolvers, list what it reads, rename keys."""
+
+    text: str
+    tree: Node
+    roots: frozenset[str]
+
+    def evaluate(self, env: Mapping[str, Resolver]) -> Any:
+        """The value, with ``env`` mapping each root (``bb``, ``world``, ``outcome``) to a
+        function from a first key to its value (:data:`MISSING` when absent)."""
+        return evaluate(self.tree, env)
+
+    def test(self, env: Mapping[str, Resolver]) -> bool:
+        return bool(self.evaluate(env))
+
+    def reads(self, root: str = "bb") -> list[str]:
+        """The first keys read under ``root`` (``bb``: blackboard keys), in order."""
+        out: list[str] = []
+        for node in walk(self.tree):
+            if node[0] == "path" and node[1] == root and node[2]:
+                key = str(node[2][0])
+                if key not in out:
+                    out.append(key)
+        return out
+
+    def renamed(self, mapping: Mapping[str, str]) -> str:
+        """The text with blackboard keys renamed (``{"target": "goal"}``)."""
+        return unparse(self.tree, mapping)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def compile_expr(text: str, *, roots: Iterable[str] = ("bb", "world", "outcome")
+                 ) -> Expression:
+    """Parse ``text``; ``roots`` are the path roots this place allows. Raises
+    :class:`ExprError` (with a column and a fix) on any syntax or name error."""
+    if not isinstance(text, str):
+        raise ExprError(f"an expression is text, got {type(text).__name__}", str(text), 1)
+    allowed = frozenset(roots)
+    tree = parse(text, allowed)
+    return Expression(text, tree, allowed)

@@ -1,0 +1,167 @@
+"""Evaluating parsed expressions over read-only views, and the views of a run (blackboard,
+world, a transition's outcome). Nothing here raises on odd data: a path that leads nowhere is
+:data:`MISSING`, a comparison of different kinds is false. See :mod:`harness_bt.expr`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from harness_bt.expr.syntax import ExprError, Node
+
+__all__ = ["MISSING", "Resolver", "evaluate", "object_view", "run_env"]
+
+
+class _Missing:
+    """The value of a path that leads nowhere."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Any = _Missing()
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _compare(op: str, a: Any, b: Any) -> bool:
+    if op in ("in", "not in"):
+        if b is MISSING or a is MISSING or not isinstance(b, list | tuple | str | Mapping):
+            return False
+        try:
+            found = a in b
+        except TypeError:
+            return False
+        return found if op == "in" else not found
+    if a is MISSING:
+        a = None
+    if b is MISSING:
+        b = None
+    if op in ("==", "!="):
+        same = (a == b) if (_number(a) and _number(b)) or type(a) is type(b) else False
+        return same if op == "==" else not same
+    if not ((_number(a) and _number(b)) or (isinstance(a, str) and isinstance(b, str))):
+        return False
+    return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+
+
+def _arith(op: str, a: Any, b: Any) -> Any:
+    if not (_number(a) and _number(b)):
+        return MISSING
+    if op == "/":
+        return MISSING if b == 0 else a / b
+    out = {"+": a + b, "-": a - b, "*": a * b}[op]
+    return out if not isinstance(out, float) or math.isfinite(out) else MISSING
+
+
+def _step(value: Any, key: str | int) -> Any:
+    if value is MISSING or value is None:
+        return MISSING
+    if hasattr(value, "to_dict") and not isinstance(value, Mapping):
+        value = value.to_dict()
+    if isinstance(value, Mapping):
+        return value.get(key, MISSING) if isinstance(key, str) else value.get(str(key), MISSING)
+    if isinstance(value, list | tuple) and isinstance(key, int):
+        return value[key] if 0 <= key < len(value) else MISSING
+    return MISSING
+
+
+def _call(fn: str, args: list[Any]) -> Any:
+    if fn == "exists":
+        return args[0] is not MISSING and args[0] is not None
+    if fn == "len":
+        return len(args[0]) if isinstance(args[0], str | list | tuple | Mapping) else MISSING
+    if fn == "abs":
+        return abs(args[0]) if _number(args[0]) else MISSING
+    if not all(_number(a) for a in args):
+        return MISSING
+    return min(args) if fn == "min" else max(args)
+
+
+Resolver = Callable[[str | int], Any]
+
+
+def evaluate(node: Node, env: Mapping[str, Resolver]) -> Any:
+    tag = node[0]
+    if tag == "lit":
+        return node[1]
+    if tag == "path":
+        _, root, steps, _ = node
+        if root not in env:
+            return MISSING
+        value = env[root](steps[0])
+        for key in steps[1:]:
+            value = _step(value, key)
+        return value
+    if tag == "list":
+        return [evaluate(n, env) for n in node[1]]
+    if tag == "call":
+        return _call(node[1], [evaluate(n, env) for n in node[2]])
+    if tag == "not":
+        return not evaluate(node[1], env)
+    if tag == "and":
+        return bool(evaluate(node[1], env)) and bool(evaluate(node[2], env))
+    if tag == "or":
+        return bool(evaluate(node[1], env)) or bool(evaluate(node[2], env))
+    if tag == "cmp":
+        return _compare(node[1], evaluate(node[2], env), evaluate(node[3], env))
+    if tag == "arith":
+        return _arith(node[1], evaluate(node[2], env), evaluate(node[3], env))
+    if tag == "neg":
+        v = evaluate(node[1], env)
+        return -v if _number(v) else MISSING
+    raise ExprError(f"internal: no evaluation for expression node {tag!r}", str(node), 1)
+
+
+# ---------------------------------------------------------------------------- run-time views
+
+def object_view(obj: Any, age_s: float | None) -> dict[str, Any]:
+    """What ``world.<id>`` shows of a world object: plain data only."""
+    pose = obj.pose.to_list()
+    rels = {str(k): v for k, v in obj.relations.items()}
+    return {"pose": pose, "position": pose[:3], "extent": list(obj.extent),
+            "confidence": obj.confidence, "version": obj.version, "label": obj.label,
+            "age_s": MISSING if age_s is None else age_s,
+            "on": rels.get("on"), "in": rels.get("in"), "held_by": rels.get("held_by")}
+
+
+def run_env(*, blackboard: Any = None, world: Any = None, now: float | None = None,
+            outcome: Any = None) -> dict[str, Resolver]:
+    """Resolvers over a run's blackboard (``get``), world (a model or a view: ``get`` and
+    ``age``) and a transition's outcome (``to_dict``)."""
+    env: dict[str, Resolver] = {}
+    if blackboard is not None:
+        def bb(key: str | int) -> Any:
+            return blackboard.get(str(key), MISSING) if str(key) in blackboard else MISSING
+        env["bb"] = bb
+    if world is not None:
+        def wo(key: str | int) -> Any:
+            obj = world.get(str(key))
+            if obj is None:
+                return MISSING
+            try:
+                age = world.age(str(key)) if now is None else world.age(str(key), now)
+            except TypeError:
+                age = None
+            return object_view(obj, age)
+        env["world"] = wo
+    if outcome is not None:
+        data = outcome.to_dict() if hasattr(outcome, "to_dict") else dict(outcome)
+
+        def oc(key: str | int) -> Any:
+            return data.get(str(key), MISSING)
+        env["outcome"] = oc
+    return env
