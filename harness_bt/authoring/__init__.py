@@ -38,7 +38,6 @@ if TYPE_CHECKING:
         validate_file,
         validate_spec,
     )
-    from harness_bt.authoring.neutral import DictTree, new_task, task_from_dict
     from harness_bt.authoring.model import (
         AtomicSpec,
         BudgetSpec,
@@ -51,6 +50,7 @@ if TYPE_CHECKING:
         TaskSpec,
         TransitionSpec,
     )
+    from harness_bt.authoring.neutral import DictTree, new_task, task_from_dict
     from harness_bt.authoring.readers import read_document
     from harness_bt.authoring.readers.python import load_python, spec_from_task
     from harness_bt.authoring.readers.yaml import read_yaml

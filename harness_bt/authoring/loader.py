@@ -206,7 +206,8 @@ def build_task(spec: TaskSpec, *, base_dir: PathLike | None = None,
 
 
 def neutral_form(path: PathLike, **registries: Any) -> dict[str, Any]:
-    """The neutral dict form of a task file (what :func:`~harness_bt.authoring.neutral.task_from_dict` receives)."""
+    """The neutral dict form of a task file (what
+    :func:`~harness_bt.authoring.neutral.task_from_dict` receives)."""
     return to_neutral(_document(check_file(path, **registries)))[0]
 
 

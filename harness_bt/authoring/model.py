@@ -2,8 +2,8 @@
 
 One neutral model for every format: the YAML reader, the BehaviorTree.CPP importer and the
 Python builder all produce a :class:`TaskSpec`. It is a superset of the neutral dict form that
-:func:`harness_bt.authoring.task_from_dict` accepts (a file in that form loads unchanged), adding the
-instruction, metadata, blackboard defaults, named guards and inline ``when`` guards, reusable
+:func:`harness_bt.authoring.task_from_dict` accepts (a file in that form loads unchanged), adding
+the instruction, metadata, blackboard defaults, named guards and inline ``when`` guards, reusable
 subtrees and includes.
 
 Trees stay plain dicts here (``{"type": ..., "name": ..., <params>, <child ports>}``, or the

@@ -44,6 +44,7 @@ from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
 from harness_bt.run.episodes import RunReport, RunWatch, percentile, run_episodes
 from harness_bt.run.journal import RunJournal
+from harness_bt.run.loop import RunPhase
 from harness_bt.run.resume import DurableRun, open_durable, start_durable
 from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions, runtime_registry
@@ -113,7 +114,7 @@ class _LiveView:
         self.live.__exit__(None, None, None)
 
     def __call__(self, runner: TaskRunner, index: int, runtime: EpisodeRuntime) -> None:
-        if runner.ticks % self.every == 0 or runner.phase == "finished":
+        if runner.ticks % self.every == 0 or runner.phase is RunPhase.FINISHED:
             self.live.update(self.render(runner, index))
 
     def render(self, runner: TaskRunner, index: int) -> Group:

@@ -27,6 +27,7 @@ from typing import Any
 import py_trees
 
 from harness_bt.nodes.base import iter_nodes
+from harness_bt.run.loop import RunPhase
 from harness_bt.run.runner import TaskRunner
 from harness_bt.world import Perception
 
@@ -129,14 +130,14 @@ class RunControl:
         while self._paused and self._live(runner) and self._stop is None and not self._closed:
             self._publish(runner)
             self._wait(runner)
-        if self._stop is not None and runner.phase == "running":
+        if self._stop is not None and runner.phase is RunPhase.RUNNING:
             self._stop_now(runner)
         self._publish(runner)
 
     # ------------------------------------------------------------ applying requests
 
     def _live(self, runner: TaskRunner) -> bool:
-        return runner.phase in ("idle", "running")
+        return runner.phase.live
 
     def _drain(self, runner: TaskRunner) -> None:
         while True:
@@ -186,7 +187,7 @@ class RunControl:
                 self._breaks.pop(bp.key, None)
             self._trace(runner, r.op, r, node=bp.key, before=bp.before, change=bp.change)
         elif r.op == "stop":
-            if self._stop is not None or runner.phase not in ("idle", "running"):
+            if self._stop is not None or not runner.phase.live:
                 answer.update(ok=False, error="ALREADY_STOPPING",
                               message=self._why_not(runner, "stop"))
             else:
@@ -200,8 +201,9 @@ class RunControl:
     def _why_not(self, runner: TaskRunner, op: str) -> str:
         if self._stop is not None:
             return f"cannot {op}: a stop was already asked for"
-        if runner.phase in ("draining", "finished"):
-            return f"cannot {op}: the run is {'ending' if runner.phase == 'draining' else 'over'}"
+        if not runner.phase.live:
+            state = "ending" if runner.phase is RunPhase.DRAINING else "over"
+            return f"cannot {op}: the run is {state}"
         return f"cannot {op}: the run is already paused"
 
     def _stop_now(self, runner: TaskRunner) -> None:
@@ -225,7 +227,7 @@ class RunControl:
                       "breakpoints": sorted(self._breaks), "tick": runner.ticks,
                       "stepping": self._stepping,
                       "stop": None if self._stop is None else "requested",
-                      "phase": runner.phase}
+                      "phase": runner.phase.value}
             if status != self.status:
                 self.status = status
                 self._on_change(status)
@@ -255,7 +257,7 @@ class RunControl:
     def _hold(self, key: str, when: str, node: py_trees.behaviour.Behaviour,
               **data: Any) -> None:
         runner = self._runner
-        if runner is None or runner.phase != "running" or self._stop is not None \
+        if runner is None or runner.phase is not RunPhase.RUNNING or self._stop is not None \
                 or self._closed:
             return
         self.held_at = {"node": key, "when": when, "status": node.status.value, **data}

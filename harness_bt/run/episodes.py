@@ -32,6 +32,8 @@ from harness_bt.errors import DefinitionError
 from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.ledger import Command
 from harness_bt.plugins import Registry
+from harness_bt.run.loop import StopRule, tick_until_finished
+from harness_bt.run.loop import max_ticks as max_ticks_rule
 from harness_bt.run.resume import DurableRun
 from harness_bt.run.runner import TaskRunner
 from harness_bt.run.why import why_not_done
@@ -278,6 +280,26 @@ def _scene_perception(make: Callable[..., Perception], options: RunOptions
     return functools.partial(make, scene=scene) if takes_scene else make
 
 
+def _runtime_stop(runtime: EpisodeRuntime) -> StopRule:
+    """The runtime's say: a reason it gives (``stop_reason``) ends the run as aborted with that
+    reason, and an episode the simulator ended (``episode_over``) as
+    ``aborted_episode_ended``."""
+    def rule(_: TaskRunner) -> tuple[str, str] | None:
+        stop_reason = getattr(runtime, "stop_reason", None)
+        if isinstance(stop_reason, str):
+            return "aborted", stop_reason
+        return ("aborted", "aborted_episode_ended") if runtime.episode_over else None
+    return rule
+
+
+def _after_tick(runner: TaskRunner, index: int, runtime: EpisodeRuntime,
+                on_tick: TickHook | None, watch: RunWatch | None) -> None:
+    if on_tick is not None:
+        on_tick(runner, index, runtime)
+    if watch is not None:
+        watch.ticked(runner)
+
+
 def _check_executors(task: Task, skills: SkillRegistry, runtime: EpisodeRuntime) -> None:
     """Every skill the task commands must have an executor in the runtime (when the runtime
     can tell): refused before the first step, naming the package that provides it."""
@@ -379,20 +401,12 @@ def run_episodes(
             if watch is not None:
                 watch.attach(runner, index)
             began = time.perf_counter()
-            while runner.phase != "finished":
-                runner.tick()
-                stop_reason = getattr(runtime, "stop_reason", None)
-                if runner.phase == "running" and isinstance(stop_reason, str):
-                    runner.stop("aborted", stop_reason)  # the runtime says this run must end
-                elif runner.phase == "running" and runtime.episode_over:
-                    runner.stop("aborted", "aborted_episode_ended")
-                elif runner.phase == "running" and runner.ticks >= max_ticks:
-                    runner.stop("max_ticks", "max_ticks")
-                if on_tick is not None:
-                    on_tick(runner, index, runtime)
-                if watch is not None:
-                    watch.ticked(runner)
-                runtime.clock.sleep(runtime.control_period_s)
+            tick_until_finished(
+                runner, sleep=functools.partial(runtime.clock.sleep, runtime.control_period_s),
+                stops=(_runtime_stop(runtime), max_ticks_rule(max_ticks)),
+                after_tick=functools.partial(_after_tick, runner, index, runtime, on_tick,
+                                             watch),
+                rest_after_end=True)
             wall = time.perf_counter() - began
             end = runtime.finish_episode()
             runner.close()

@@ -33,9 +33,10 @@ from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.ledger import CommandRecord, CommandState, HistoryEntry, Ledger
 from harness_bt.nodes.registry import NodeRegistry
-from harness_bt.run import checkpoint
+from harness_bt.run import checkpoint, loop
 from harness_bt.run.checkpoint import Checkpointer, RunProgress
 from harness_bt.run.journal import RunCheckpoint, RunJournal
+from harness_bt.run.loop import RunPhase, tick_until_finished
 from harness_bt.run.reconcile import Reconciler
 from harness_bt.run.result import TaskResult, result_of
 from harness_bt.run.trees import RunTrees
@@ -147,7 +148,7 @@ class TaskRunner:
         self.drain_timeout_s = drain_timeout_s if drain_timeout_s is not None else \
             2 * stop_budget + 2 * reconcile_interval_s + 1.0
         self.chart: Any = None
-        self.phase = "idle"
+        self.phase: RunPhase = RunPhase.IDLE
         self.ticks = 0
         self.result: TaskResult | None = None
         self.progress = RunProgress()
@@ -193,7 +194,7 @@ class TaskRunner:
 
     def active_phases(self) -> list[str]:
         """Atomic phases whose trees tick, in document order (recomputed after transitions)."""
-        if self.chart is None or self.phase != "running":
+        if self.chart is None or self.phase is not RunPhase.RUNNING:
             return []
         if self._active_key != self._transitions:
             active = set(self.chart.configuration_values)
@@ -217,28 +218,24 @@ class TaskRunner:
         between ticks). ``max_ticks`` / ``timeout_s`` stop a run that has not ended by then
         (outcome ``max_ticks`` / ``timeout``); the drain after that is bounded separately."""
         start = self.clock.monotonic()
-        while True:
-            self.tick()
-            if self.phase == "finished":
-                assert self.result is not None
-                return self.result
-            if self.phase == "running":
-                if max_ticks is not None and self.ticks >= max_ticks:
-                    self.stop("max_ticks", "max_ticks")
-                elif timeout_s is not None and self.clock.monotonic() - start >= timeout_s:
-                    self.stop("timeout", "timeout")
-            self.clock.sleep(self.tick_period_s)
+
+        def timeout(runner: TaskRunner) -> tuple[str, str] | None:
+            late = timeout_s is not None and self.clock.monotonic() - start >= timeout_s
+            return ("timeout", "timeout") if late else None
+
+        return tick_until_finished(self, sleep=lambda: self.clock.sleep(self.tick_period_s),
+                                   stops=(loop.max_ticks(max_ticks), timeout))
 
     def tick(self) -> None:
         """One tick (see the module docstring)."""
         ctx = self.context
         now = self.clock.monotonic()
         ctx.now = now
-        if self.phase == "finished":
+        if self.phase is RunPhase.FINISHED:
             return
         self.ticks += 1
         ctx.tick = self.trace.tick = self.ticks
-        if self.phase == "idle":
+        if self.phase is RunPhase.IDLE:
             self._start(now)
         self._poll(now)
         self._to_cancel = []
@@ -246,17 +243,18 @@ class TaskRunner:
         for cid in self._to_cancel:
             ctx.send_cancel(cid)
         self.reconciler.step(now)
-        if self.phase == "running":
+        if self.phase is RunPhase.RUNNING:
             self._tick_chart(now)
-        if self.phase in ("running", "draining"):
+        if self.phase in (RunPhase.RUNNING, RunPhase.DRAINING):
             self.checkpoints.after_tick(self, now, self._transitions)
-        if self.phase == "draining" and (not self._open() or now >= self._drain_deadline):
+        if self.phase is RunPhase.DRAINING and (not self._open()
+                                                  or now >= self._drain_deadline):
             self._finish(now)
 
     def stop(self, outcome: str = "aborted", reason: str = "aborted_stopped") -> None:
         """Stop a running run from outside: halt every active phase, cancel open commands,
         drain. The result's outcome / reason are the ones given."""
-        if self.phase != "running":
+        if self.phase is not RunPhase.RUNNING:
             return
         self.context.emit("stop", outcome=outcome, reason=reason,
                           configuration=list(self.configuration))
@@ -290,7 +288,7 @@ class TaskRunner:
             ctx.command_phase.setdefault(cid, cid[len(prefix):].split(".", 1)[0])
         if adopted:
             ctx.emit("resumed", open={cid: self.ledger.get(cid).state.value for cid in adopted})
-        self.phase = "running"
+        self.phase = RunPhase.RUNNING
         if resume is None:
             self.chart = self.task.chart_class(listeners=[_ChartHooks(self)])
         else:
@@ -352,9 +350,9 @@ class TaskRunner:
                               retryable=False)
             handled = False
             for pid in self.active_phases():
-                if self.phase == "running" and pid in self.active_phases():
+                if self.phase is RunPhase.RUNNING and pid in self.active_phases():
                     handled = self._raise(pid, outcome) or handled
-            if self.phase == "running" and not self.chart.is_terminated and not handled:
+            if self.phase is RunPhase.RUNNING and not self.chart.is_terminated and not handled:
                 self.stop("aborted", "aborted_budget_exhausted")
                 return
         completions: list[tuple[str, int, Outcome]] = []
@@ -372,12 +370,12 @@ class TaskRunner:
                     OutcomeKind.FAILED, "FAILED", self._trees.root_path(pid))
                 completions.append((pid, self.scopes[pid].activation, why))
         for pid, activation, outcome in completions:
-            if self.phase != "running" or pid not in self.active_phases() \
+            if self.phase is not RunPhase.RUNNING or pid not in self.active_phases() \
                     or self.scopes[pid].activation != activation:
                 continue
             if not self._raise(pid, outcome):
                 self._held.add(pid)
-        if self.phase != "running":
+        if self.phase is not RunPhase.RUNNING:
             return
         final = next((s for s in self.configuration if self.task.final_reason(s)
                       and self.task.specs[s] in self.task.phases), None)
@@ -469,7 +467,7 @@ class TaskRunner:
         for rec in self.ledger.active():
             if rec.command_id in ctx.command_phase and rec.state in _CANCELABLE:
                 ctx.cancel(rec.command_id, why="TASK_END", stop_timeout_s=self._stop_timeout(rec))
-        self.phase = "draining"
+        self.phase = RunPhase.DRAINING
         self._drain_deadline = ctx.now + self.drain_timeout_s
         ctx.emit("draining", outcome=outcome, reason=reason,
                  open=[r.command_id for r in self._open()])
@@ -485,7 +483,7 @@ class TaskRunner:
         if left:
             ctx.emit("drain_timeout", open={r.command_id: r.state.value for r in left})
         self.result = result_of(self, now, outcome, reason, self._final_state)
-        self.phase = "finished"
+        self.phase = RunPhase.FINISHED
         self.checkpoints.finish(self.result.to_dict())
         ctx.emit("run_end", **self.result.to_dict())
         self.trace.close()  # the events stay in memory (``trace.events``)

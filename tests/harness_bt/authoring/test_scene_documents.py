@@ -11,13 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from harness_bt.authoring.scenes import check_scene, load_scene
 from harness_bt.errors import DefinitionError
 from harness_bt.scene import (
     Cavity,
     SceneError,
-    check_scene,
     compile_condition,
-    load_scene,
     predicate_registry,
     scene_registry,
 )
