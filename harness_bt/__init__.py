@@ -16,6 +16,7 @@ from harness_bt.evaluation import EvaluationResult, EvaluatorRegistry
 from harness_bt.ledger import Ledger
 from harness_bt.run.result import TaskResult
 from harness_bt.run.runner import TaskRunner
+from harness_bt.run.settings import RunnerSettings, RunParts
 from harness_bt.runtime.bridge import RuntimeBridge
 from harness_bt.skill import Lifecycle, Postcondition, Skill, SkillContract, SkillRegistry
 from harness_bt.task import Compound, Final, History, On, Parallel, Phase, Task, on
@@ -47,6 +48,8 @@ __all__ = [
     "Parallel",
     "Phase",
     "Postcondition",
+    "RunParts",
+    "RunnerSettings",
     "RuntimeBridge",
     "SimClock",
     "Skill",

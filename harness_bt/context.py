@@ -30,7 +30,8 @@ from harness_bt.world import WorldModel
 if TYPE_CHECKING:
     from harness_bt.trace import Trace
 
-__all__ = ["Blackboard", "GuardContext", "Outcome", "OutcomeKind", "PhaseScope", "RunContext"]
+__all__ = ["Blackboard", "GuardContext", "Outcome", "OutcomeKind", "PhaseScope", "RunContext",
+           "RunIds", "RunServices"]
 
 
 class OutcomeKind(StrEnum):
@@ -159,43 +160,54 @@ class PhaseScope:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class RunIds:
+    """Who a run is: the task, the run, the robot it commands, and the seed of its randomness
+    (every command and trace event carries them)."""
+
+    task_id: str
+    run_id: str
+    robot_id: str = ""
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RunServices:
+    """What the nodes of one run call: the ledger, the runtime, the clock, the world model,
+    the skill and evaluator registries, the circuit breakers."""
+
+    ledger: Ledger
+    bridge: RuntimeBridge
+    clock: Clock
+    world: WorldModel
+    skills: SkillRegistry
+    evaluators: EvaluatorRegistry
+    breakers: BreakerBoard
+
+
 class RunContext:
     """Everything the nodes of one run share. Built by :class:`harness_bt.TaskRunner`."""
 
-    def __init__(
-        self,
-        *,
-        task_id: str,
-        run_id: str,
-        robot_id: str,
-        ledger: Ledger,
-        bridge: RuntimeBridge,
-        clock: Clock,
-        world: WorldModel,
-        skills: SkillRegistry,
-        evaluators: EvaluatorRegistry,
-        budget: TaskBudget,
-        breakers: BreakerBoard,
-        trace: Trace,
-        seed: int = 0,
-    ) -> None:
-        self.task_id = task_id
-        self.run_id = run_id
-        self.robot_id = robot_id
-        self.ledger = ledger
-        self.bridge = bridge
-        self.clock = clock
-        self.world = world
-        self.skills = skills
-        self.evaluators = evaluators
+    def __init__(self, ids: RunIds, services: RunServices, *, budget: TaskBudget,
+                 trace: Trace) -> None:
+        self.ids = ids
+        self.task_id = ids.task_id
+        self.run_id = ids.run_id
+        self.robot_id = ids.robot_id
+        self.seed = ids.seed
+        self.ledger = services.ledger
+        self.bridge = services.bridge
+        self.clock = services.clock
+        self.world = services.world
+        self.skills = services.skills
+        self.evaluators = services.evaluators
+        self.breakers = services.breakers
         self.budget = budget
-        self.breakers = breakers
         self.trace = trace
-        self.seed = seed
         self.blackboard = Blackboard()
         self.tick = 0
         self.plan_version = 0
-        self.now = clock.monotonic()
+        self.now = self.clock.monotonic()
         self.counters: dict[str, int] = {"retries": 0, "recoveries": 0, "replans": 0,
                                          "unknown_verdicts": 0}
         self.cancel_requested_at: dict[str, float] = {}

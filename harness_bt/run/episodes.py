@@ -36,6 +36,7 @@ from harness_bt.run.loop import StopRule, tick_until_finished
 from harness_bt.run.loop import max_ticks as max_ticks_rule
 from harness_bt.run.resume import DurableRun
 from harness_bt.run.runner import TaskRunner
+from harness_bt.run.settings import RunnerSettings, RunParts
 from harness_bt.run.why import why_not_done
 from harness_bt.runtime.bridge import Ack, PollResult, RuntimeBridge, RuntimeStatus
 from harness_bt.runtime.episodes import (
@@ -385,15 +386,15 @@ def run_episodes(
                 perceive = recorder.wrap(perceive)
             if watch is not None:
                 perceive = watch.perception(perceive)
-            runner = TaskRunner(task, bridge=timed, clock=runtime.clock,
-                                tick_period_s=runtime.control_period_s,
-                                perception=perceive, skills=skills,
-                                evaluators=evaluators, run_id=f"{run_id}-ep{index}"
-                                if durable is None else durable.run_id,
-                                trace=trace_to, seed=options.seed + index,
-                                ledger=None if durable is None else durable.ledger,
-                                journal=None if durable is None else durable.journal,
-                                resume=None if durable is None else durable.checkpoint)
+            runner = TaskRunner(
+                task, bridge=timed, clock=runtime.clock, skills=skills, trace=trace_to,
+                run_id=f"{run_id}-ep{index}" if durable is None else durable.run_id,
+                settings=RunnerSettings(tick_period_s=runtime.control_period_s,
+                                        seed=options.seed + index),
+                parts=RunParts(perception=perceive, evaluators=evaluators,
+                               ledger=None if durable is None else durable.ledger,
+                               journal=None if durable is None else durable.journal,
+                               resume=None if durable is None else durable.checkpoint))
             epoch = getattr(runtime, "epoch", None)  # a runtime that took a control epoch
             if isinstance(epoch, int) and not isinstance(epoch, bool) \
                     and epoch > runner.ledger.epoch:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 import os
 import uuid
 from typing import Any
@@ -26,25 +25,33 @@ from typing import Any
 import py_trees
 from py_trees.common import Status
 
-from harness_bt.budget import BreakerBoard, Exhaustion, TaskBudget
+from harness_bt.budget import BreakerBoard, Exhaustion
 from harness_bt.clock import Clock, SystemClock
-from harness_bt.context import GuardContext, Outcome, OutcomeKind, PhaseScope, RunContext
+from harness_bt.context import (
+    GuardContext,
+    Outcome,
+    OutcomeKind,
+    PhaseScope,
+    RunContext,
+    RunIds,
+    RunServices,
+)
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.ledger import CommandRecord, CommandState, HistoryEntry, Ledger
-from harness_bt.nodes.registry import NodeRegistry
 from harness_bt.run import checkpoint, loop
 from harness_bt.run.checkpoint import Checkpointer, RunProgress
-from harness_bt.run.journal import RunCheckpoint, RunJournal
+from harness_bt.run.journal import RunCheckpoint
 from harness_bt.run.loop import RunPhase, tick_until_finished
 from harness_bt.run.reconcile import Reconciler
 from harness_bt.run.result import TaskResult, result_of
+from harness_bt.run.settings import RunnerSettings, RunParts
 from harness_bt.run.trees import RunTrees
 from harness_bt.runtime.bridge import RuntimeBridge
 from harness_bt.skill import SkillRegistry
 from harness_bt.task import Task
 from harness_bt.trace import Trace
-from harness_bt.world import Perception, WorldModel, scripted_perception
+from harness_bt.world import WorldModel, scripted_perception
 
 __all__ = ["TaskRunner"]
 
@@ -86,42 +93,28 @@ class TaskRunner:
         task: Task,
         *,
         bridge: RuntimeBridge,
-        ledger: Ledger | None = None,
         clock: Clock | None = None,
         skills: SkillRegistry | None = None,
-        evaluators: EvaluatorRegistry | None = None,
-        nodes: NodeRegistry | None = None,
-        perception: Perception = scripted_perception,
-        world: WorldModel | None = None,
         trace: Trace | str | os.PathLike[str] | None = None,
         run_id: str | None = None,
-        task_id: str | None = None,
-        robot_id: str = "",
-        seed: int = 0,
-        tick_period_s: float = 0.05,
-        reconcile_interval_s: float = 0.5,
-        drain_timeout_s: float | None = None,
-        breakers: BreakerBoard | None = None,
-        budget: TaskBudget | None = None,
-        journal: RunJournal | None = None,
-        resume: RunCheckpoint | None = None,
-        progress_interval_s: float = 1.0,
+        settings: RunnerSettings | None = None,
+        parts: RunParts | None = None,
     ) -> None:
-        if not (isinstance(tick_period_s, int | float) and math.isfinite(tick_period_s)
-                and tick_period_s > 0):
-            raise DefinitionError("INVALID_RUNNER", f"tick_period_s={tick_period_s!r} must be "
-                                  "a positive number of seconds")
+        settings = settings if settings is not None else RunnerSettings()
+        parts = parts if parts is not None else RunParts()
+        self.settings = settings
         self.task = task
         self.clock: Clock = clock or SystemClock()
         self.bridge = bridge
-        self.ledger = ledger if ledger is not None else Ledger(wall_clock=self.clock.wall)
-        self.world = world or WorldModel()
-        self.perception = perception
+        self.ledger = parts.ledger if parts.ledger is not None else Ledger(
+            wall_clock=self.clock.wall)
+        self.world = parts.world or WorldModel()
+        self.perception = parts.perception or scripted_perception
         self.run_id = run_id or uuid.uuid4().hex[:12]
-        self.task_id = task_id or task.name
-        self.tick_period_s = float(tick_period_s)
-        self.reconcile_interval_s = reconcile_interval_s
-        self.trees = task.build_trees(nodes)
+        self.task_id = settings.task_id or task.name
+        self.tick_period_s = float(settings.tick_period_s)
+        self.reconcile_interval_s = settings.reconcile_interval_s
+        self.trees = task.build_trees(parts.nodes)
         self._trees = RunTrees(self.trees)
         if isinstance(trace, Trace):
             self.trace = trace
@@ -130,13 +123,12 @@ class TaskRunner:
             self.trace = Trace(trace, clock=self.clock, task_id=self.task_id, run_id=self.run_id)
         self.skills = skills if skills is not None else SkillRegistry(entry_points=True)
         self.context = RunContext(
-            task_id=self.task_id, run_id=self.run_id, robot_id=robot_id, ledger=self.ledger,
-            bridge=bridge, clock=self.clock, world=self.world, skills=self.skills,
-            evaluators=evaluators if evaluators is not None else EvaluatorRegistry(
-                entry_points=True),
-            budget=(budget or task.budget).copy(),
-            breakers=breakers or BreakerBoard(), trace=self.trace, seed=seed,
-        )
+            RunIds(self.task_id, self.run_id, settings.robot_id, settings.seed),
+            RunServices(self.ledger, bridge, self.clock, self.world, self.skills,
+                        parts.evaluators if parts.evaluators is not None
+                        else EvaluatorRegistry(entry_points=True),
+                        parts.breakers or BreakerBoard()),
+            budget=(settings.budget or task.budget).copy(), trace=self.trace)
         ctx = self.context
         self.trace.plan_version = lambda: ctx.plan_version
         self.scopes = {pid: PhaseScope(pid, ctx) for pid in self.trees}
@@ -145,8 +137,9 @@ class TaskRunner:
         self._atomic_order = [pid for pid in self._state_order if pid in self.trees]
         stop_budget = max([s.lifecycle.stop_timeout_ms / 1000.0 for _, s in self.skills.items()]
                           + [self.ledger.default_stop_timeout_s])
-        self.drain_timeout_s = drain_timeout_s if drain_timeout_s is not None else \
-            2 * stop_budget + 2 * reconcile_interval_s + 1.0
+        self.drain_timeout_s = settings.drain_timeout_s \
+            if settings.drain_timeout_s is not None \
+            else 2 * stop_budget + 2 * settings.reconcile_interval_s + 1.0
         self.chart: Any = None
         self.phase: RunPhase = RunPhase.IDLE
         self.ticks = 0
@@ -162,9 +155,11 @@ class TaskRunner:
         self._outcome = ("", "")
         self._final_state: str | None = None
         self._drain_deadline = 0.0
-        self.reconciler = Reconciler(ctx, interval_s=reconcile_interval_s)
+        self.reconciler = Reconciler(ctx, interval_s=settings.reconcile_interval_s)
+        resume = parts.resume
         self.resumed_from = resume
-        self.checkpoints = Checkpointer(journal, progress_interval_s=progress_interval_s)
+        self.checkpoints = Checkpointer(parts.journal,
+                                        progress_interval_s=settings.progress_interval_s)
         if resume is not None:
             unknown = sorted(set(resume.configuration) - set(self._state_order))
             if unknown:

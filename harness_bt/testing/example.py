@@ -31,6 +31,7 @@ from harness_bt.nodes import (
 )
 from harness_bt.plugins import did_you_mean
 from harness_bt.run.runner import TaskRunner
+from harness_bt.run.settings import RunnerSettings
 from harness_bt.skill import Lifecycle, Postcondition, Skill, SkillRegistry, Violation
 from harness_bt.task import Compound, Final, Parallel, Phase, Task, on
 from harness_bt.testing.fake_runtime import FakeRuntime, FakeScene, Script
@@ -308,7 +309,7 @@ def run_example(scenario: str = "clean", *, trace: str | None = None,
     rt, task_kw = _scenario(scenario, clock)
     runner = TaskRunner(fetch_cup_task(**task_kw), bridge=rt, clock=clock,
                         skills=example_skills(), run_id="example", trace=trace,
-                        tick_period_s=tick_period_s)
+                        settings=RunnerSettings(tick_period_s=tick_period_s))
     runner.run(max_ticks=2_000)
     runner.close()
     return runner

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness_bt import FakeClock, TaskRunner
+from harness_bt.run.settings import RunParts
 from harness_bt.testing import example
 
 
@@ -75,9 +76,15 @@ def framed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     runtime, _ = example._scenario("slip", clock)
     trace = Trace(path, clock=clock)
     recorder = FrameRecorder(frames_path(path), trace, rate_hz=4.0)
-    runner = TaskRunner(example.fetch_cup_task(), bridge=_Painted(runtime),  # type: ignore[arg-type]
-                        clock=clock, skills=example.example_skills(), run_id="example",
-                        trace=trace, perception=recorder.wrap(scripted_perception))
+    runner = TaskRunner(
+        example.fetch_cup_task(),
+        bridge=_Painted(runtime),
+        clock=clock,
+        skills=example.example_skills(),
+        run_id="example",
+        trace=trace,
+        parts=RunParts(perception=recorder.wrap(scripted_perception)),
+    )
     runner.run(max_ticks=500)
     runner.close()
     recorder.close()

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from harness_bt import FakeClock, TaskRunner
+from harness_bt.run.settings import RunnerSettings, RunParts
 
 LETTER = {"SUCCESS": "S", "FAILURE": "F", "RUNNING": "R", "INVALID": "-"}
 
@@ -62,10 +63,15 @@ def one_phase(tree: Any, *, budget: Any = None, name: str = "t") -> Any:
 
 
 def runner_for(task: Any, clock: FakeClock, rt: Any, **kw: Any) -> TaskRunner:
+    """A runner of ``task`` on ``rt`` with the example's skills; ``kw`` may name any field of
+    :class:`RunnerSettings` or :class:`RunParts` besides TaskRunner's own keywords."""
     from harness_bt.testing.example import example_skills
 
     kw.setdefault("skills", example_skills())
-    return TaskRunner(task, bridge=rt, clock=clock, run_id="r", **kw)
+    settings = {k: kw.pop(k) for k in list(kw) if k in RunnerSettings.__dataclass_fields__}
+    parts = {k: kw.pop(k) for k in list(kw) if k in RunParts.__dataclass_fields__}
+    return TaskRunner(task, bridge=rt, clock=clock, run_id="r",
+                      settings=RunnerSettings(**settings), parts=RunParts(**parts), **kw)
 
 
 def last_failure(runner: TaskRunner) -> dict[str, Any]:

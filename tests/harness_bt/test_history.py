@@ -20,6 +20,7 @@ from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
 from harness_bt.run.checkpoint import chart_in
 from harness_bt.run.journal import RunCheckpoint, RunHeader, RunJournal
+from harness_bt.run.settings import RunParts
 from harness_bt.testing import FakeRuntime, Script
 from harness_bt.testing.example import example_runtime, example_skills
 from harness_bt.viz.dot import to_dot
@@ -184,9 +185,15 @@ def test_a_run_killed_outside_the_compound_resumes_into_the_remembered_phase(
 
     def runner_on(journal: RunJournal, resume: bool) -> tuple[TaskRunner, Ledger]:
         ledger = Ledger.open(path, wall_clock=clock.wall, now=clock.monotonic())
-        return TaskRunner(load_task(task_file, skills=example_skills()), bridge=rt,
-                          clock=clock, skills=example_skills(), ledger=ledger, run_id="r1",
-                          journal=journal, resume=journal.latest() if resume else None), ledger
+        return TaskRunner(
+            load_task(task_file, skills=example_skills()),
+            bridge=rt,
+            clock=clock,
+            skills=example_skills(),
+            run_id="r1",
+            parts=RunParts(ledger=ledger, journal=journal,
+                           resume=journal.latest() if resume else None),
+        ), ledger
 
     journal = RunJournal.create(path, header)
     first, ledger = runner_on(journal, resume=False)

@@ -18,6 +18,7 @@ from harness_bt.authoring.neutral import new_task
 from harness_bt.errors import DefinitionError
 from harness_bt.plugins import Group, Origin, Registry, load_group
 from harness_bt.run.episodes import run_episodes
+from harness_bt.run.settings import RunnerSettings
 from harness_bt.runtime.episodes import RunOptions
 from harness_bt.runtime.executor import ExecutorRegistry
 from runtime_bridge.backends.kinematic import KinematicBackend
@@ -117,8 +118,14 @@ def test_two_skills_packages_installed_side_by_side_both_run(install) -> None:  
     runtime = InProcRuntime(KinematicBackend(), executors)
     try:
         assert runtime.start_episode() is not None
-        runner = TaskRunner(waving_task(), bridge=runtime, clock=runtime.clock,
-                            tick_period_s=runtime.control_period_s, skills=skills, run_id="r")
+        runner = TaskRunner(
+            waving_task(),
+            bridge=runtime,
+            clock=runtime.clock,
+            skills=skills,
+            run_id="r",
+            settings=RunnerSettings(tick_period_s=runtime.control_period_s),
+        )
         result = runner.run(max_ticks=2000)
         runner.close()
     finally:

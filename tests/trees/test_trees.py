@@ -16,6 +16,7 @@ from harness_bt.authoring.scenes import load_scene
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.base import iter_nodes
 from harness_bt.nodes.skill_action import SkillAction
+from harness_bt.run.settings import RunParts
 from harness_bt.testing import FakeRuntime
 
 TREES = Path(__file__).resolve().parents[2] / "trees"
@@ -78,9 +79,12 @@ def test_the_phases_go_observe_approach_grasp_evaluate(name: str) -> None:
 @pytest.mark.parametrize("name", TASKS)
 def test_every_skill_and_evaluator_named_is_registered(name: str) -> None:
     task = load_task(TREES / f"{name}.yaml")
-    runner = TaskRunner(task, bridge=FakeRuntime(FakeClock()),
-                        skills=SkillRegistry(entry_points=True),
-                        evaluators=EvaluatorRegistry(entry_points=True))
+    runner = TaskRunner(
+        task,
+        bridge=FakeRuntime(FakeClock()),
+        skills=SkillRegistry(entry_points=True),
+        parts=RunParts(evaluators=EvaluatorRegistry(entry_points=True)),
+    )
     skills = {n.skill_name for root in runner.trees.values() for n in iter_nodes(root)
               if isinstance(n, SkillAction)}
     assert skills <= set(runner.skills.names())

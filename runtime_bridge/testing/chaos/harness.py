@@ -26,6 +26,7 @@ from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import CommandState, Ledger, Verdict
 from harness_bt.plugins import load_reference
 from harness_bt.run.runner import TaskRunner
+from harness_bt.run.settings import RunnerSettings, RunParts
 from harness_bt.runtime.bridge import RuntimeState
 from harness_bt.skill import SkillRegistry
 from harness_bt.task import Task
@@ -135,9 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             while f"{args.run_id}.r{n}" in prior:
                 n += 1
             run_id = f"{args.run_id}.r{n}"
-        runner = TaskRunner(task, bridge=bridge, ledger=ledger, clock=clock, skills=skills,
-                            perception=perception, run_id=run_id, seed=args.seed,
-                            tick_period_s=args.tick_s, trace=args.trace)
+        runner = TaskRunner(task, bridge=bridge, clock=clock, skills=skills, run_id=run_id,
+                            trace=args.trace,
+                            settings=RunnerSettings(seed=args.seed, tick_period_s=args.tick_s),
+                            parts=RunParts(ledger=ledger, perception=perception))
         result = runner.run(timeout_s=args.max_time_s)
         runner.close()
         print(json.dumps({"result": result.to_dict(), "settled": settled, "run_id": run_id,

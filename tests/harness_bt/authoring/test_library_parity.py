@@ -28,6 +28,7 @@ from harness_bt.authoring import (
     task_from_dict,
 )
 from harness_bt.errors import DefinitionError
+from harness_bt.run.settings import RunnerSettings
 from harness_bt.skill import SkillRegistry
 from harness_bt.testing import example
 from harness_bt.testing.example_spec import FETCH_CUP_YAML, fetch_cup_spec
@@ -126,8 +127,14 @@ def test_the_running_example_from_yaml_runs_like_the_python_one(scenario: str) -
     clock = FakeClock()
     runtime, kw = example._scenario(scenario, clock)
     task = load_task(FETCH_CUP_YAML, skills=example.example_skills())
-    runner = TaskRunner(task, bridge=runtime, clock=clock, skills=example.example_skills(),
-                        run_id="example", budget=kw.get("budget"))
+    runner = TaskRunner(
+        task,
+        bridge=runtime,
+        clock=clock,
+        skills=example.example_skills(),
+        run_id="example",
+        settings=RunnerSettings(budget=kw.get("budget")),
+    )
     result = runner.run(max_ticks=2_000)
     runner.close()
     reference = example.run_example(scenario).result

@@ -15,6 +15,7 @@ import pytest
 
 from harness_bt import FakeClock, TaskRunner
 from harness_bt.console import Console, Request
+from harness_bt.run.settings import RunParts
 from harness_bt.testing import example
 from harness_bt.testing.fake_runtime import Script
 from harness_bt.world import scripted_perception
@@ -61,9 +62,14 @@ def live() -> Iterator[LiveRun]:
     task = example.fetch_cup_task()
     console = Console(task.structure(), start_paused=True)
     console.start()
-    runner = TaskRunner(task, bridge=_Painted(runtime), clock=clock,  # type: ignore[arg-type]
-                        skills=example.example_skills(), run_id="live",
-                        perception=console.perception(scripted_perception))
+    runner = TaskRunner(
+        task,
+        bridge=_Painted(runtime),
+        clock=clock,
+        skills=example.example_skills(),
+        run_id="live",
+        parts=RunParts(perception=console.perception(scripted_perception)),
+    )
     console.attach(runner, 0)
     gate = threading.Event()
     gate.set()

@@ -19,6 +19,7 @@ from harness_bt.run.journal import (
     journalable,
 )
 from harness_bt.run.resume import open_durable, start_durable
+from harness_bt.run.settings import RunParts
 from harness_bt.runtime.bridge import Ack
 from harness_bt.testing import FakeRuntime, Script
 from harness_bt.testing.example import (
@@ -60,9 +61,15 @@ def new_runner(journal_path: Path, clock: FakeClock, rt: FakeRuntime, *, resume:
     journal = RunJournal.open(journal_path) if resume else RunJournal.create(journal_path,
                                                                               header())
     ledger = Ledger.open(journal_path, wall_clock=clock.wall, now=clock.monotonic())
-    runner = TaskRunner(fetch_cup_task(), bridge=rt, clock=clock, skills=example_skills(),
-                        ledger=ledger, run_id="r1", journal=journal,
-                        resume=journal.latest() if resume else None)
+    runner = TaskRunner(
+        fetch_cup_task(),
+        bridge=rt,
+        clock=clock,
+        skills=example_skills(),
+        run_id="r1",
+        parts=RunParts(ledger=ledger, journal=journal,
+                       resume=journal.latest() if resume else None),
+    )
     return runner, ledger, journal
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from harness_bt import FakeClock, Ledger, TaskRunner
 from harness_bt.ledger import CommandState
+from harness_bt.run.settings import RunParts
 from harness_bt.testing import Script
 from harness_bt.testing.example import (
     example_runtime,
@@ -27,8 +28,14 @@ def test_a_resumed_run_reconciles_and_never_repeats_a_command(tmp_path: Path,
     rt = example_runtime(clock, grasps=[Script(duration_s=0.5, effect=grasp_effect)])
     journal = tmp_path / "run.db"
     ledger = Ledger.open(journal, wall_clock=clock.wall, now=clock.monotonic())
-    first = TaskRunner(fetch_cup_task(), bridge=rt, clock=clock, skills=example_skills(),
-                       ledger=ledger, run_id="r1")
+    first = TaskRunner(
+        fetch_cup_task(),
+        bridge=rt,
+        clock=clock,
+        skills=example_skills(),
+        run_id="r1",
+        parts=RunParts(ledger=ledger),
+    )
     while not (CLOSE in ledger and ledger.get(CLOSE).state is CommandState.RUNNING):
         first.tick()
         clock.advance(0.05)
@@ -41,8 +48,14 @@ def test_a_resumed_run_reconciles_and_never_repeats_a_command(tmp_path: Path,
     ledger = Ledger.open(journal, wall_clock=clock.wall, now=clock.monotonic())
     assert ledger.restarted == [CLOSE]
     assert ledger.get(CLOSE).state is CommandState.UNKNOWN
-    again = TaskRunner(fetch_cup_task(), bridge=rt, clock=clock, skills=example_skills(),
-                       ledger=ledger, run_id="r1")
+    again = TaskRunner(
+        fetch_cup_task(),
+        bridge=rt,
+        clock=clock,
+        skills=example_skills(),
+        run_id="r1",
+        parts=RunParts(ledger=ledger),
+    )
     run_to_end(again, clock)
     res = again.result
     assert res is not None and res.succeeded
