@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from harness_bt.errors import CommandError, DefinitionError
+from harness_bt.geometry import qmul, qrelative, yaw_of, yaw_quat
 from harness_bt.plugins import closest
 from harness_bt.world import Perception, perception_registry
 from policies.registry import PolicyKind, PolicySettings
@@ -258,7 +259,7 @@ class PickPolicy:
         for update in s.perception(r.observation):
             if update.object_id == s.target and update.pose is not None:
                 return (np.asarray(update.pose.position, dtype=np.float64),
-                        _yaw(np.asarray(update.pose.quaternion_wxyz, dtype=np.float64)))
+                        yaw_of(np.asarray(update.pose.quaternion_wxyz, dtype=np.float64)))
         s.unseen += 1
         if s.unseen > self.config.max_unseen:
             raise CommandError(
@@ -308,51 +309,24 @@ def _hold(n: int, grip: float) -> np.ndarray:
     return np.tile(np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, grip]), (n, 1))
 
 
-def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return np.array([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw])
-
-
-def _relative(q: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray, float]:
-    """The turn from ``q`` to ``goal`` about world axes: unit axis and angle (radians)."""
-    rel = _qmul(np.asarray(goal, dtype=np.float64),
-                np.asarray(q, dtype=np.float64) * np.array([1.0, -1.0, -1.0, -1.0]))
-    rel = rel / float(np.linalg.norm(rel))
-    if rel[0] < 0:
-        rel = -rel
-    angle = 2.0 * math.acos(min(1.0, float(rel[0])))
-    s = math.sin(angle / 2.0)
-    return (rel[1:] / s if s > 1e-9 else np.zeros(3)), angle
-
-
 def _angle(q: np.ndarray, goal: np.ndarray | None) -> float:
-    return 0.0 if goal is None else _relative(q, goal)[1]
+    return 0.0 if goal is None else qrelative(q, goal)[1]
 
 
 def _turn(q: np.ndarray, goal: np.ndarray, max_rad: float) -> tuple[np.ndarray, np.ndarray]:
     """One step's turn toward ``goal`` (axis-angle, world axes) and the orientation after it."""
-    axis, angle = _relative(q, goal)
+    axis, angle = qrelative(q, goal)
     step = min(angle, max_rad)
     half = step / 2.0
-    turned = _qmul(np.array([math.cos(half), *(axis * math.sin(half))]), q)
+    turned = qmul(np.array([math.cos(half), *(axis * math.sin(half))]), q)
     return axis * step, turned / float(np.linalg.norm(turned))
-
-
-def _yaw(q: np.ndarray) -> float:
-    """The heading of ``q``'s x axis in the world's x-y plane."""
-    w, x, y, z = (float(v) for v in q)
-    return math.atan2(2 * (x * y + w * z), 1 - 2 * (y * y + z * z))
 
 
 def _facing(hand_q: np.ndarray, object_yaw: float) -> np.ndarray:
     """The hand turned about world z, by the least angle, so its axes line up with the faces
     of a box of yaw ``object_yaw`` (a box looks the same every 90 degrees)."""
-    delta = (object_yaw - _yaw(hand_q) + math.pi / 4) % (math.pi / 2) - math.pi / 4
-    half = delta / 2.0
-    out = _qmul(np.array([math.cos(half), 0.0, 0.0, math.sin(half)]),
-                np.asarray(hand_q, dtype=np.float64))
+    delta = (object_yaw - yaw_of(hand_q) + math.pi / 4) % (math.pi / 2) - math.pi / 4
+    out = qmul(yaw_quat(delta), np.asarray(hand_q, dtype=np.float64))
     return out / float(np.linalg.norm(out))
 
 

@@ -1,5 +1,6 @@
-"""Geometry of a Franka Panda on a table: quaternions (w, x, y, z), the hand's grasp orientation,
-and the workspace the contracts check against.
+"""Geometry of a Franka Panda on a table: the hand's grasp orientation and the workspace the
+contracts check against (quaternion arithmetic is :mod:`harness_bt.geometry`'s, re-exported
+here for the skills).
 
 Frames: the world frame is the robot base frame (x forward, z up, the table top at z = 0).
 The tool centre point (TCP) is the point between the fingertips. With the hand pointing down
@@ -9,9 +10,20 @@ The tool centre point (TCP) is the point between the fingertips. With the hand p
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
+
+from harness_bt.geometry import (
+    Vec,
+    qangle,
+    qconj,
+    qmul,
+    qnormalize,
+    qrotate_towards,
+    rotation_matrix,
+    yaw_of,
+    yaw_quat,
+)
 
 __all__ = [
     "DOWN",
@@ -36,9 +48,6 @@ __all__ = [
     "yaw_quat",
 ]
 
-#: A quaternion (w, x, y, z) or a vector, as a sequence or an array.
-Vec = Sequence[float] | np.ndarray
-
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 #: The hand pointing straight down, fingers closing along world y.
 DOWN = np.array([0.0, 1.0, 0.0, 0.0])
@@ -56,73 +65,6 @@ MAX_WRIST_REACH_M = 0.80
 MIN_RADIUS_M = 0.20  # closer to the base axis the arm folds onto itself
 MAX_TCP_Z_M = 0.75
 MIN_TCP_Z_M = 0.012  # the fingertips stay clear of the table
-
-
-def qmul(a: Vec, b: Vec) -> np.ndarray:
-    """Hamilton product ``a * b`` (both w, x, y, z)."""
-    aw, ax, ay, az = (float(v) for v in a)
-    bw, bx, by, bz = (float(v) for v in b)
-    return np.array([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ])
-
-
-def qconj(q: Vec) -> np.ndarray:
-    return np.array([float(q[0]), -float(q[1]), -float(q[2]), -float(q[3])])
-
-
-def qnormalize(q: Vec) -> np.ndarray:
-    arr = np.asarray(q, dtype=float)
-    norm = float(np.linalg.norm(arr))
-    if not math.isfinite(norm) or norm < 1e-12:
-        raise ValueError(f"quaternion {list(arr)} has no direction")
-    arr = arr / norm
-    return arr if arr[0] >= 0 else -arr
-
-
-def qangle(a: Vec, b: Vec) -> float:
-    """Rotation angle between two unit quaternions (radians, 0..pi)."""
-    dot = abs(float(np.dot(qnormalize(a), qnormalize(b))))
-    return 2.0 * math.acos(min(1.0, dot))
-
-
-def qrotate_towards(current: Vec, goal: Vec, max_angle: float
-                    ) -> np.ndarray:
-    """``current`` turned towards ``goal`` by at most ``max_angle`` radians (shortest way)."""
-    c = qnormalize(current)
-    g = qnormalize(goal)
-    if float(np.dot(c, g)) < 0:
-        g = -g
-    angle = qangle(c, g)
-    if angle <= max_angle or angle < 1e-9:
-        return g
-    t = max_angle / angle
-    half = angle / 2.0
-    out = (math.sin((1 - t) * half) * c + math.sin(t * half) * g) / math.sin(half)
-    return qnormalize(out)
-
-
-def rotation_matrix(q: Vec) -> np.ndarray:
-    w, x, y, z = (float(v) for v in qnormalize(q))
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
-
-
-def yaw_quat(yaw: float) -> np.ndarray:
-    """Rotation by ``yaw`` radians about world z."""
-    return np.array([math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0)])
-
-
-def yaw_of(q: Vec) -> float:
-    """The heading of a quaternion's x axis in the world's x-y plane (radians)."""
-    r = rotation_matrix(q)
-    return math.atan2(r[1, 0], r[0, 0])
 
 
 def symmetric_yaw(yaw: float, period: float = math.pi / 2) -> float:

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from harness_bt.errors import BridgeError
+from harness_bt.geometry import qmul
 from harness_bt.runtime.observation import EePose, Observation
 from runtime_bridge.host.merge import ARM_DOF, GRIPPER_DOF, GRIPPER_OPEN
-from runtime_bridge.sim.transforms import quat_mul
 
 __all__ = ["KinematicBackend"]
 
@@ -93,7 +93,7 @@ class KinematicBackend:
             rot = _numbers(body[1], 4, "rotation delta")
             fingers = _numbers(body[2], GRIPPER_DOF, "gripper")
             self.position = self.position + delta
-            q = quat_mul(rot, self.quaternion)
+            q = qmul(rot, self.quaternion)
             self.quaternion = q / np.linalg.norm(q)
         elif kind == "joint_position":
             values = _numbers(body, ARM_DOF + GRIPPER_DOF, "joint_position action")

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from harness_bt.geometry import matrix_to_quat, rotation_matrix
 from runtime_bridge.sim.config import CameraSpec
 from runtime_bridge.sim.native import pb
 from runtime_bridge.sim.robot import HAND_LINK
 from runtime_bridge.sim.scene import Scene
-from runtime_bridge.sim.transforms import matrix_to_wxyz, rotation_matrix_wxyz
 
 __all__ = ["CameraRig", "intrinsics", "linearise_depth"]
 
@@ -67,7 +67,7 @@ class CameraRig:
         """World position and OpenCV-convention rotation matrix of the camera."""
         if spec.mount == "wrist":
             hand_p, hand_q = self.scene.arm.link_pose(HAND_LINK)
-            r = rotation_matrix_wxyz(hand_q)
+            r = rotation_matrix(hand_q)
             eye = hand_p + r @ np.array(WRIST_OFFSET)
             return eye, _look_at(eye, eye + r[:, 2], r[:, 0])
         eye = np.array(spec.eye, dtype=np.float64)
@@ -104,6 +104,6 @@ class CameraRig:
                 "depth": depth,
                 "intrinsics_matrix": self._k[spec.name].copy(),
                 "p": eye.astype(np.float32),
-                "q": matrix_to_wxyz(rot).astype(np.float32),
+                "q": matrix_to_quat(rot).astype(np.float32),
             }
         return out

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pybullet_data
 
+from harness_bt.geometry import qangle, qmul, wxyz_to_xyzw, xyzw_to_wxyz
 from runtime_bridge.sim.native import BulletClient, connect_direct, pb
-from runtime_bridge.sim.transforms import quat_angle, quat_mul, wxyz_to_xyzw, xyzw_to_wxyz
 
 __all__ = ["ARM_JOINTS", "FINGER_FORCE", "FINGER_FRICTION", "FINGER_JOINTS", "HOME", "TCP_LINK",
            "IkResult", "PandaArm"]
@@ -111,7 +111,7 @@ class _Kinematics:
             joints = np.clip(np.array(sol[:7]), self.lower, self.upper)
             p, q = self.fk(joints)
             pos_err = float(np.linalg.norm(p - position))
-            ang_err = quat_angle(q, quat_wxyz)
+            ang_err = qangle(q, quat_wxyz)
             if pos_err < IK_POS_TOL / 4 and ang_err < IK_ANG_TOL / 4:
                 break
         ok = pos_err < IK_POS_TOL and ang_err < IK_ANG_TOL
@@ -192,7 +192,7 @@ class PandaArm:
                          fingers: np.ndarray) -> IkResult:
         """Compose the delta onto the commanded TCP pose and solve IK; hold when it fails."""
         position = self.commanded_tcp[0] + translation
-        quat = quat_mul(rotation_wxyz, self.commanded_tcp[1])
+        quat = qmul(rotation_wxyz, self.commanded_tcp[1])
         quat /= np.linalg.norm(quat)
         result = self.kin.ik(position, quat, self.commanded_joints)
         if result.ok:

@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pybullet_data
 
+from harness_bt.geometry import xyzw_to_wxyz
 from harness_bt.scene.model import COLOURS, ObjectSpec
 from harness_bt.scene.predicates import Cavity
 from runtime_bridge.sim.native import connect_direct, pb
 from runtime_bridge.sim.robot import FINGER_FORCE, FINGER_JOINTS, PandaArm
-from runtime_bridge.sim.transforms import xyzw_to_wxyz
 
 __all__ = ["CUBE_HALF", "ObjectState", "Scene", "SceneLayout", "extents_of"]
 

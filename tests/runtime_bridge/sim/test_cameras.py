@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from harness_bt.errors import DefinitionError
+from harness_bt.geometry import rotation_matrix
 from runtime_bridge.sim.cameras import linearise_depth
 from runtime_bridge.sim.config import SimConfig, parse_camera_spec
 from runtime_bridge.sim.env import SimEnv
 from runtime_bridge.sim.scene import CUBE_HALF
-from runtime_bridge.sim.transforms import rotation_matrix_wxyz
 
 CAMERAS = (parse_camera_spec("front:128x96"), parse_camera_spec("top:128x96"),
            parse_camera_spec("wrist:64x48"))
@@ -37,7 +37,7 @@ def test_the_red_cube_projects_where_its_pixels_and_depth_are(
     env = make_env(cameras=CAMERAS)
     cam = env.reset()["obs"]["camera_data"][name]
     top = env.scene.position("red_cube") + np.array([0.0, 0.0, CUBE_HALF])  # centre of the top face
-    rot = rotation_matrix_wxyz(cam["q"])
+    rot = rotation_matrix(cam["q"])
     in_cam = rot.T @ (top - cam["p"])  # world -> camera (x right, y down, z forward)
     u, v, _ = cam["intrinsics_matrix"] @ (in_cam / in_cam[2])
     px, py = round(u), round(v)

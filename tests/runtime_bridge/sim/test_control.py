@@ -9,10 +9,10 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from harness_bt.geometry import qangle
 from runtime_bridge.genmanip.errors import ActionError, HttpError
 from runtime_bridge.sim.env import SimEnv
 from runtime_bridge.sim.robot import HOME
-from runtime_bridge.sim.transforms import quat_angle
 
 IDENTITY = [1.0, 0.0, 0.0, 0.0]
 
@@ -76,7 +76,7 @@ def test_ee_pose_translation_moves_the_tool_centre_point(env: SimEnv) -> None:
     obs = settle(env, ee(), 20)
     pos, quat = obs["ee_pose_state"]
     np.testing.assert_allclose(pos - start_p, [0.10, 0.0, -0.05], atol=4e-3)
-    assert quat_angle(quat, start_q) < 0.02
+    assert qangle(quat, start_q) < 0.02
     assert env.ground_truth()["ik_failures"] == 0
 
 
@@ -87,7 +87,7 @@ def test_ee_pose_rotation_is_composed_onto_the_commanded_orientation(env: SimEnv
     for _ in range(4):
         env.step(ee(q=dq))
     quat = settle(env, ee(), 20)["ee_pose_state"][1]
-    assert quat_angle(quat, start_q) == pytest.approx(0.4, abs=0.02)
+    assert qangle(quat, start_q) == pytest.approx(0.4, abs=0.02)
 
 
 def test_an_unreachable_pose_holds_the_arm(env: SimEnv) -> None:
