@@ -37,10 +37,10 @@ import numpy as np
 
 from harness_bt.errors import CommandError, DefinitionError
 from harness_bt.plugins import closest
+from harness_bt.world import Perception, perception_registry
 from policies.registry import PolicyKind, PolicySettings
 from policies.request import PolicyRequest, parse_request
 from policies.spec import observation_spec
-from harness_bt.world import Perception, perception_registry
 
 __all__ = ["PICK", "PickConfig", "PickPolicy", "Stage", "draw_key", "session_rng", "target_of"]
 

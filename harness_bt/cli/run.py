@@ -308,7 +308,8 @@ def _run_file(task_file: Path, params: dict[str, Any], *, sim: str | None, episo
               perception: str | None, num_steps: int | None, runtime: str | None,
               runtime_telemetry: str | None, journal: Path | None, scene: str | None,
               record_frames: bool, console: str | None, console_paused: bool,
-              foxglove: tuple[str | None, bool], finish: Callable[[RunReport, LiveConsole | None], None],
+              foxglove: tuple[str | None, bool],
+              finish: Callable[[RunReport, LiveConsole | None], None],
               wrap: Callable[[RunWatch | None], RunWatch] | None = None) -> None:
     """Run one task file (``harness run TASK``, or a planned run); ``finish`` reports,
     inside the live console's lifetime; ``wrap`` wraps the run's watch (the planner's)."""

@@ -101,7 +101,7 @@ def log_message(event: Mapping[str, Any], ns: int, *, severity: str | None = Non
     event gives)."""
     from foxglove_schemas_protobuf.Log_pb2 import Log
 
-    message = f"{event['kind']}: {summarize(event)}" if text is None else text
+    message = f"{event['kind']}: {summarize(dict(event))}" if text is None else text
     msg = Log(level=getattr(Log.Level, severity or level(event)), message=message,
               name=f"harness.{event['kind']}", file=str(event.get("command_id") or ""),
               line=int(event.get("seq") or 0))

@@ -29,6 +29,10 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import foxglove
+from foxglove.websocket import ServerListener
+from mcap_protobuf.schema import build_file_descriptor_set
+
 from harness_bt.clock import Clock
 from harness_bt.errors import BridgeError
 from harness_bt.recording import camera_image, encode_jpeg, frame_data
@@ -53,7 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["FoxgloveLive"]
 
 
-class _Subscriptions:
+class _Subscriptions(ServerListener):
     """The server's listener: which client subscribes to which channel (from the SDK's
     threads)."""
 
@@ -108,8 +112,6 @@ class FoxgloveLive:
         return f"ws://{host}:{self.port}"
 
     def start(self) -> None:
-        import foxglove
-
         self._context = foxglove.Context()
         try:
             self._server = foxglove.start_server(
@@ -146,9 +148,6 @@ class FoxgloveLive:
     def _proto_channel(self, topic: str, kind: Any) -> Any:
         channel = self._channels.get(topic)
         if channel is None:
-            import foxglove
-            from mcap_protobuf.schema import build_file_descriptor_set
-
             schema = foxglove.Schema(name=kind.DESCRIPTOR.full_name, encoding="protobuf",
                                      data=build_file_descriptor_set(kind).SerializeToString())
             channel = self._channels[topic] = foxglove.Channel(
@@ -158,8 +157,6 @@ class FoxgloveLive:
     def _json_channel(self, topic: str, schema: Mapping[str, Any]) -> Any:
         channel = self._channels.get(topic)
         if channel is None:
-            import foxglove
-
             channel = self._channels[topic] = foxglove.Channel(
                 topic, schema=foxglove.Schema(name=str(schema["title"]), encoding="jsonschema",
                                               data=schema_json(schema)),
