@@ -120,3 +120,18 @@ def test_a_bad_foxglove_option_is_refused_before_the_run(
         argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(ROOT / "trees" / "pick_cube.yaml"), *argv]) == 1
     assert message in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_foxglove_port_in_use_is_refused_before_the_run(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["run", str(ROOT / "trees" / "pick_cube.yaml"), "--foxglove",
+                     f"127.0.0.1:{port}"]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"FOXGLOVE_SERVER_FAILED: the Foxglove server could not listen on 127.0.0.1:{port}" \
+        in err and "choose another port (0 picks a free one)" in err
