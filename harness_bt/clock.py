@@ -67,10 +67,12 @@ class FakeClock:
 
 
 class SimClock(FakeClock):
-    """Simulation time: ``dt`` seconds per simulator step (1/30 s as GenManip)."""
+    """Simulation time: ``dt`` seconds per simulator step (1/30 s as GenManip); ``wall()`` is
+    ``wall_start`` plus the simulated time (a runtime passes the real time it started at)."""
 
-    def __init__(self, dt: float = 1.0 / 30.0, *, start: float = 0.0) -> None:
-        super().__init__(start)
+    def __init__(self, dt: float = 1.0 / 30.0, *, start: float = 0.0,
+                 wall_start: float = 1_700_000_000.0) -> None:
+        super().__init__(start, wall_start=wall_start)
         if dt <= 0:
             raise DefinitionError("INVALID_CLOCK", f"dt must be positive, got {dt}",
                                   fix="give the seconds one step stands for")

@@ -31,7 +31,8 @@ from harness_bt.runtime.observation import CameraFrame, Observation
 from harness_bt.trace import Trace
 from harness_bt.world import ObjectUpdate, Perception
 
-__all__ = ["FrameRecorder", "FrameStore", "frames_path", "project_box"]
+__all__ = ["FrameRecorder", "FrameStore", "camera_image", "encode_jpeg", "frame_data",
+           "frames_path", "project_box"]
 
 
 def frames_path(trace: str | os.PathLike[str]) -> Path:
@@ -76,13 +77,39 @@ def project_box(update: ObjectUpdate, camera: CameraFrame) -> list[float] | None
     return [round(b, 1) for b in box]
 
 
-def _jpeg(rgb: np.ndarray, quality: int) -> bytes:
+def encode_jpeg(rgb: np.ndarray, quality: int) -> bytes:
+    """An RGB(A) image as JPEG bytes."""
     from PIL import Image
 
     out = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(rgb[..., :3], dtype=np.uint8)).save(
         out, format="JPEG", quality=quality)
     return out.getvalue()
+
+
+def camera_image(name: str, cam: CameraFrame, member: str,
+                 updates: Sequence[ObjectUpdate]) -> dict[str, Any]:
+    """A ``frame`` event's entry for one camera's image (stored as ``member``): its size, the
+    perceived objects' boxes in it, the camera's pose and intrinsics."""
+    height, width = cam.rgb.shape[:2] if cam.rgb is not None else (cam.shape or (0, 0))
+    boxes = {u.object_id: box for u in updates if not u.removed and u.camera in ("", name)
+             and (box := project_box(u, cam)) is not None}
+    return {"member": member, "width": int(width), "height": int(height), "boxes": boxes,
+            "pose": [*map(float, cam.position), *map(float, cam.quaternion_wxyz)],
+            "k": [float(v) for v in np.asarray(cam.intrinsics).ravel()]}
+
+
+def frame_data(obs: Observation, updates: Sequence[ObjectUpdate],
+               images: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``frame`` event's data beside its ``images`` (camera -> :func:`camera_image`): the
+    end effector's poses and the objects the perception reported."""
+    ee = [[*map(float, p.position), *map(float, p.quaternion_wxyz)] for p in obs.ee_poses]
+    objects = {u.object_id: {"pose": [*u.pose.position, *u.pose.quaternion_wxyz],
+                             "extent": list(u.extent) if u.extent else None,
+                             "confidence": u.confidence}
+               for u in updates if u.pose is not None and not u.removed}
+    return {"timestep": obs.timestep, "images": dict(images), "ee_poses": ee,
+            "objects": objects}
 
 
 class FrameRecorder:
@@ -125,29 +152,17 @@ class FrameRecorder:
             if cam.rgb is None or not self._due(name, now):
                 continue
             member = f"{name}/{obs.timestep:06d}.jpg"
-            data = _jpeg(cam.rgb, self.quality)
+            data = encode_jpeg(cam.rgb, self.quality)
             info = tarfile.TarInfo(member)
             info.size = len(data)
             self._tar.addfile(info, io.BytesIO(data))
             self._fh.flush()
             self._last[name] = now
-            height, width = cam.rgb.shape[:2]
-            boxes = {u.object_id: box for u in updates if not u.removed and u.camera in ("", name)
-                     and (box := project_box(u, cam)) is not None}
-            images[name] = {"member": member, "width": int(width), "height": int(height),
-                            "boxes": boxes,
-                            "pose": [*map(float, cam.position), *map(float, cam.quaternion_wxyz)],
-                            "k": [float(v) for v in np.asarray(cam.intrinsics).ravel()]}
+            images[name] = camera_image(name, cam, member, updates)
         if not images:
             return
         self.count += len(images)
-        ee = [[*map(float, p.position), *map(float, p.quaternion_wxyz)] for p in obs.ee_poses]
-        objects = {u.object_id: {"pose": [*u.pose.position, *u.pose.quaternion_wxyz],
-                                 "extent": list(u.extent) if u.extent else None,
-                                 "confidence": u.confidence}
-                   for u in updates if u.pose is not None and not u.removed}
-        self.trace.emit("frame", file=self.path.name, timestep=obs.timestep, images=images,
-                        ee_poses=ee, objects=objects)
+        self.trace.emit("frame", file=self.path.name, **frame_data(obs, updates, images))
 
     def close(self) -> None:
         if self._tar is not None:

@@ -27,8 +27,8 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 @app.command("serve")
 def serve(
-    policy: str = typer.Option(..., "--policy", help="The policy to serve (harness policy list "
-                               "names them)."),
+    policy: str = typer.Option(None, "--policy", help="The policy to serve (harness policy list "
+                               "names them; default: pick)."),
     port: int = typer.Option(8000, "--port", help="TCP port (openpi's default is 8000; 0 "
                              "picks a free one)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (loopback by "
@@ -47,7 +47,12 @@ def serve(
                                   "per connection at INFO)."),
 ) -> None:
     """Serve a policy until interrupted; print one JSON line with its URL once it listens."""
-    from policies.registry import PolicySettings, policy_metadata, policy_registry
+    from policies.registry import (
+        PolicySettings,
+        default_policy,
+        policy_metadata,
+        policy_registry,
+    )
     from policies.server import PolicyServer
 
     level = logging.getLevelName(log_level.upper())
@@ -56,7 +61,9 @@ def serve(
                               "level", fix="use DEBUG, INFO, WARNING or ERROR")
     settings = PolicySettings(misgrasp_rate=misgrasp_rate, pose_noise_m=pose_noise_m,
                               seed=seed)
-    kind = policy_registry().get(policy, where="--policy")
+    registry = policy_registry()
+    policy = policy or default_policy(registry)
+    kind = registry.get(policy, where="--policy")
     if not 0 <= port <= 65535:
         raise DefinitionError("INVALID_OPTION", f"--port {port} is not 0..65535",
                               fix="use e.g. --port 8000, or 0 for a free port")
@@ -67,8 +74,9 @@ def serve(
         typer.secho(f"warning: serving on {host}: anyone who can reach the port can use the "
                     "policy (the protocol has no authentication)", fg=typer.colors.YELLOW,
                     err=True)
-    server = PolicyServer(kind.build(settings), host=host, port=port,
-                          metadata=policy_metadata(policy, kind, settings),
+    factory = kind.build(settings)
+    server = PolicyServer(factory, host=host, port=port,
+                          metadata=policy_metadata(policy, kind, settings, factory),
                           max_message_bytes=int(max_message_mb * (1 << 20)))
     stop = threading.Event()
 

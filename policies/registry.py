@@ -22,9 +22,13 @@ from typing import Any
 from harness_bt.errors import DefinitionError
 from harness_bt.plugins import Group, Registry
 from policies.server import PolicyFactory
+from policies.spec import observation_spec
 
-__all__ = ["ACTION_FORMAT", "PolicyKind", "PolicySettings", "policy_metadata",
-           "policy_registry"]
+__all__ = ["ACTION_FORMAT", "DEFAULT_POLICY", "PolicyKind", "PolicySettings", "default_policy",
+           "policy_metadata", "policy_registry"]
+
+#: What ``harness policy serve`` serves without ``--policy`` (when installed).
+DEFAULT_POLICY = "pick"
 
 #: What the built-in policies answer (sent in their metadata).
 ACTION_FORMAT: dict[str, Any] = {
@@ -73,12 +77,15 @@ class PolicySettings:
 @dataclass(frozen=True, slots=True)
 class PolicyKind:
     """One servable policy. ``build(settings)`` returns the factory of one connection's
-    policy instance; ``knobs`` names the :class:`PolicySettings` fields it honours."""
+    policy instance; ``knobs`` names the :class:`PolicySettings` fields it honours;
+    ``observation_spec(factory)`` the observation it reads (:mod:`policies.spec`; default:
+    the format every built-in policy reads)."""
 
     description: str
     build: Callable[[PolicySettings], PolicyFactory]
     knobs: tuple[str, ...] = ("misgrasp_rate", "pose_noise_m", "seed")
     action_format: dict[str, Any] | None = None
+    observation_spec: Callable[[PolicyFactory], dict[str, Any]] | None = None
 
 
 def _validate(name: str, item: PolicyKind) -> None:
@@ -97,13 +104,31 @@ def policy_registry(*, entry_points: bool = True) -> Registry[PolicyKind]:
     return registry
 
 
-def policy_metadata(name: str, kind: PolicyKind, settings: PolicySettings) -> dict[str, Any]:
-    """What the server sends each client on connect: the policy, its action format, and the
-    settings (imperfections) it runs with."""
+def default_policy(registry: Registry[PolicyKind]) -> str:
+    """The policy to serve when none is named: :data:`DEFAULT_POLICY`, else the only one."""
+    names = registry.names()
+    if DEFAULT_POLICY in names:
+        return DEFAULT_POLICY
+    if len(names) == 1:
+        return names[0]
+    raise DefinitionError("NO_DEFAULT_POLICY", f"no --policy given, and the default "
+                          f"{DEFAULT_POLICY!r} is not installed; installed: "
+                          f"{', '.join(sorted(names)) or 'none'}",
+                          fix="name one with --policy (harness policy list)")
+
+
+def policy_metadata(name: str, kind: PolicyKind, settings: PolicySettings,
+                    factory: PolicyFactory | None = None) -> dict[str, Any]:
+    """What the server sends each client on connect: the policy, its action format, the
+    settings (imperfections) it runs with, and the observation it reads (with ``factory``,
+    the one served, the spec names the objects it knows)."""
+    spec = kind.observation_spec(factory) if kind.observation_spec is not None and \
+        factory is not None else observation_spec()
     return {
         "policy": name,
         "description": kind.description,
         "server": "harness-bt",
         "action_format": dict(kind.action_format or ACTION_FORMAT),
         "settings": {k: v for k, v in settings.to_dict().items() if k in kind.knobs},
+        "observation_spec": spec,
     }

@@ -40,7 +40,8 @@ SESSION = "session"
 _FORMAT = ("send observation/state (8 floats: x, y, z, qw, qx, qy, qz, gripper width), a "
            "prompt, and per camera observation/image/NAME (uint8 HxWx3), observation/depth/NAME "
            "(float32 HxW metres), observation/intrinsics/NAME (3x3), observation/camera_pose/"
-           "NAME (7: x, y, z, qw, qx, qy, qz); see docs/policies.md")
+           "NAME (7: x, y, z, qw, qx, qy, qz); the server's metadata lists them as "
+           "observation_spec; see docs/policies.md")
 
 
 @dataclass(frozen=True, eq=False)

@@ -41,6 +41,7 @@ from harness_bt.plugins import closest
 from harness_bt.world import Perception, perception_registry
 from policies.registry import PolicyKind, PolicySettings
 from policies.request import PolicyRequest, parse_request
+from policies.spec import observation_spec
 
 __all__ = ["PICK", "PickConfig", "PickPolicy", "Stage", "draw_key", "session_rng", "target_of"]
 
@@ -379,8 +380,15 @@ def _build_pick(settings: PolicySettings) -> PickFactory:
     return PickFactory(settings)
 
 
+def _pick_spec(factory: Any) -> dict[str, Any]:
+    """What pick reads: depth too (it locates the object in RGB-D), and a prompt naming one
+    of the objects its perception knows."""
+    objects = getattr(factory, "objects", None) or {}
+    return observation_spec(depth_required=True, objects=objects.values())
+
+
 #: The ``pick`` entry point of ``harness_bt.policies``.
 PICK = PolicyKind(
     description="scripted pick from the cameras: the object named in the prompt, up 10 cm, "
                 "then done; misgrasps and perception noise as set",
-    build=_build_pick)
+    build=_build_pick, observation_spec=_pick_spec)

@@ -29,16 +29,17 @@ CONSOLE_EXIT_HELP = "Close the console when the run ends (default: keep it up un
 CONSOLE_PAUSED_HELP = "Hold the run after its first tick until the console resumes or steps it."
 
 
-def parse_address(text: str) -> tuple[str, int]:
-    """``8000`` -> ("127.0.0.1", 8000); ``0.0.0.0:8000``; ``[::1]:8000``."""
+def parse_address(text: str, option: str = "--console") -> tuple[str, int]:
+    """``8000`` -> ("127.0.0.1", 8000); ``0.0.0.0:8000``; ``[::1]:8000`` (``option`` names
+    the option in the error)."""
     host, sep, port = text.rpartition(":")
     if not sep:
         host, port = "127.0.0.1", text
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise DefinitionError("INVALID_OPTION", f"--console {text}: not [HOST:]PORT with a "
+        raise DefinitionError("INVALID_OPTION", f"{option} {text}: not [HOST:]PORT with a "
                               "port between 0 and 65535",
-                              fix="write e.g. --console 8000 or --console 127.0.0.1:8000")
+                              fix=f"write e.g. {option} 8000 or {option} 127.0.0.1:8000")
     return host, int(port)
 
 

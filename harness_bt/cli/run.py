@@ -40,6 +40,7 @@ from harness_bt.cli.console import (
     stay_up,
 )
 from harness_bt.cli.documents import SET_HELP, parse_set
+from harness_bt.cli.foxglove import FOXGLOVE_HELP, FOXGLOVE_WAIT_HELP, live_foxglove
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
 from harness_bt.run.episodes import RunReport, RunWatch, percentile, run_episodes
@@ -275,6 +276,8 @@ def run(
     console: str = typer.Option(None, "--console", help=CONSOLE_HELP),
     console_exit: bool = typer.Option(False, "--console-exit", help=CONSOLE_EXIT_HELP),
     console_paused: bool = typer.Option(False, "--console-paused", help=CONSOLE_PAUSED_HELP),
+    foxglove: str = typer.Option(None, "--foxglove", help=FOXGLOVE_HELP),
+    foxglove_wait: bool = typer.Option(False, "--foxglove-wait", help=FOXGLOVE_WAIT_HELP),
     instruction: str = typer.Option(None, "--instruction", help=plan.INSTRUCTION_HELP),
     planner: str = typer.Option("templates", "--planner", help=plan.PLANNER_HELP),
     planner_url: str = typer.Option(None, "--planner-url", help=plan.URL_HELP),
@@ -289,7 +292,8 @@ def run(
         _run_file, sim=sim, episodes=episodes, seed=seed, inject=inject, as_json=as_json,
         graph=graph, camera=camera, bridge=bridge, perception=perception, num_steps=num_steps,
         runtime=runtime, runtime_telemetry=runtime_telemetry, journal=journal, scene=scene,
-        record_frames=record_frames, console=console, console_paused=console_paused)
+        record_frames=record_frames, console=console, console_paused=console_paused,
+        foxglove=(foxglove, foxglove_wait))
     if plan.chosen(task_file, instruction):
         plan.planned_run(plan.PlanArgs(instruction, planner, planner_url, planner_model,
                                        planner_timeout, replans, library, parse_set(set_),
@@ -306,6 +310,7 @@ def _run_file(task_file: Path, params: dict[str, Any], *, sim: str | None, episo
               perception: str | None, num_steps: int | None, runtime: str | None,
               runtime_telemetry: str | None, journal: Path | None, scene: str | None,
               record_frames: bool, console: str | None, console_paused: bool,
+              foxglove: tuple[str | None, bool],
               finish: Callable[[RunReport, LiveConsole | None], None],
               wrap: Callable[[RunWatch | None], RunWatch] | None = None) -> None:
     """Run one task file (``harness run TASK``, or a planned run); ``finish`` reports,
@@ -363,9 +368,11 @@ def _run_file(task_file: Path, params: dict[str, Any], *, sim: str | None, episo
             trace = Path(stack.enter_context(tempfile.TemporaryDirectory())) / f"{task.name}.jsonl"
         live = stack.enter_context(live_console(console, task, as_json=as_json,
                                                 paused=console_paused))
+        watch = stack.enter_context(live_foxglove(foxglove[0], live, as_json=as_json,
+                                                  wait=foxglove[1]))
         report = _run(task, options, bridge, perception, trace, as_json, open_journal,
                       record_frames=5.0 if record_frames else None,
-                      watch=live if wrap is None else wrap(live))
+                      watch=watch if wrap is None else wrap(watch))
         if graph is not None and report.episodes and report.episodes[-1].trace_path:
             from harness_bt.viz.render import render, write
 

@@ -26,6 +26,7 @@ One thread drives it (the runner's).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,7 +66,9 @@ class InProcRuntime:
                  host_config: HostConfig | None = None, clock: SimClock | None = None,
                  num_steps: int | None = None) -> None:
         self.backend = backend
-        self._clock = clock or SimClock(dt=backend.control_period_s)
+        # simulated time, anchored at the real time the runtime opened: the trace's wall
+        # times (and an export's log times) are that start plus the simulated time
+        self._clock = clock or SimClock(dt=backend.control_period_s, wall_start=time.time())
         self.host = ExecutorHost(backend, executors, clock=self._clock,
                                  config=host_config or HostConfig(lease_s=None))
         self._num_steps = num_steps

@@ -30,6 +30,7 @@ from policies.scripted import (
     target_of,
 )
 from policies.server import PolicyServer
+from policies.spec import observation_spec
 from tests.policies.simloop import pick_env, run_pick, sim_action
 
 OBJECTS = {"red_cube": "red cube", "green_cube": "green cube", "blue_cube": "blue cube",
@@ -114,7 +115,7 @@ def test_a_malformed_request_is_refused_with_every_problem_at_once() -> None:
         "observation/image/front has dtype float32, not uint8",
         "camera 'front' has no observation/camera_pose/front",
     ]
-    assert "see docs/policies.md" in str(refused.value)
+    assert "observation_spec; see docs/policies.md" in str(refused.value)
 
 
 def test_a_request_without_cameras_is_refused() -> None:
@@ -205,10 +206,13 @@ def test_pick_is_installed_and_describes_itself_in_its_metadata() -> None:
     registry = policy_registry()
     assert registry.get("pick") is PICK
     settings = PolicySettings(misgrasp_rate=0.3, pose_noise_m=0.002, seed=5)
-    assert policy_metadata("pick", PICK, settings) == {
+    factory = PICK.build(settings)
+    assert policy_metadata("pick", PICK, settings, factory) == {
         "policy": "pick", "description": PICK.description, "server": "harness-bt",
         "action_format": ACTION_FORMAT,
-        "settings": {"misgrasp_rate": 0.3, "pose_noise_m": 0.002, "seed": 5}}
+        "settings": {"misgrasp_rate": 0.3, "pose_noise_m": 0.002, "seed": 5},
+        "observation_spec": observation_spec(depth_required=True,
+                                             objects=factory.objects.values())}
     with pytest.raises(DefinitionError, match=r"unknown policy 'pik'; known: pick; did you "
                        r"mean 'pick'\?"):
         registry.get("pik")
