@@ -288,12 +288,13 @@ def run(
 ) -> None:
     """Run a task file (or the task an --instruction asks for) against a simulator, episode
     by episode, and report honestly."""
-    one = functools.partial(
-        _run_file, sim=sim, episodes=episodes, seed=seed, inject=inject, as_json=as_json,
-        graph=graph, camera=camera, bridge=bridge, perception=perception, num_steps=num_steps,
-        runtime=runtime, runtime_telemetry=runtime_telemetry, journal=journal, scene=scene,
-        record_frames=record_frames, console=console, console_paused=console_paused,
-        foxglove=(foxglove, foxglove_wait))
+    request = RunRequest(
+        sim=sim, episodes=episodes, seed=seed, inject=inject, as_json=as_json, graph=graph,
+        camera=tuple(camera) if camera else None, bridge=bridge, perception=perception,
+        num_steps=num_steps, runtime=runtime, runtime_telemetry=runtime_telemetry,
+        journal=journal, scene=scene, record_frames=record_frames, console=console,
+        console_paused=console_paused, foxglove=foxglove, foxglove_wait=foxglove_wait)
+    one = functools.partial(_run_file, request=request)
     if plan.chosen(task_file, instruction):
         plan.planned_run(plan.PlanArgs(instruction, planner, planner_url, planner_model,
                                        planner_timeout, replans, library, parse_set(set_),
@@ -304,27 +305,51 @@ def run(
         finish=lambda report, live: _report(report, as_json, live, console_exit))
 
 
-def _run_file(task_file: Path, params: dict[str, Any], *, sim: str | None, episodes: int,
-              seed: int, inject: str | None, trace: Path | None, as_json: bool,
-              graph: Path | None, camera: list[str] | None, bridge: str,
-              perception: str | None, num_steps: int | None, runtime: str | None,
-              runtime_telemetry: str | None, journal: Path | None, scene: str | None,
-              record_frames: bool, console: str | None, console_paused: bool,
-              foxglove: tuple[str | None, bool],
-              finish: Callable[[RunReport, LiveConsole | None], None],
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunRequest:
+    """What ``harness run`` was asked, built once from its options (the task file, its
+    parameters, the trace and the planner's options aside): :func:`_run_file` reads it."""
+
+    sim: str | None
+    episodes: int
+    seed: int
+    inject: str | None
+    as_json: bool
+    graph: Path | None
+    camera: tuple[str, ...] | None
+    bridge: str
+    perception: str | None
+    num_steps: int | None
+    runtime: str | None
+    runtime_telemetry: str | None
+    journal: Path | None
+    scene: str | None
+    record_frames: bool
+    console: str | None
+    console_paused: bool
+    foxglove: str | None
+    foxglove_wait: bool
+
+
+def _run_file(task_file: Path, params: dict[str, Any], *, request: RunRequest,
+              trace: Path | None, finish: Callable[[RunReport, LiveConsole | None], None],
               wrap: Callable[[RunWatch | None], RunWatch] | None = None) -> None:
-    """Run one task file (``harness run TASK``, or a planned run); ``finish`` reports,
-    inside the live console's lifetime; ``wrap`` wraps the run's watch (the planner's)."""
+    """Run one task file (``harness run TASK``, or a planned run) as ``request`` says;
+    ``finish`` reports, inside the live console's lifetime; ``wrap`` wraps the run's watch
+    (the planner's)."""
+    r = request
+    sim, runtime, journal, bridge, as_json = r.sim, r.runtime, r.journal, r.bridge, r.as_json
     task = load_task(task_file, params=params)
     extra: dict[str, object] = {}
-    if num_steps is not None:
-        extra["num_steps"] = num_steps
-    if runtime_telemetry is not None:
+    if r.num_steps is not None:
+        extra["num_steps"] = r.num_steps
+    if r.runtime_telemetry is not None:
         if not runtime:
-            raise DefinitionError("INVALID_OPTION", f"--runtime-telemetry {runtime_telemetry}: "
-                                  "only a runtime server publishes telemetry",
-                                  fix="pass --runtime too, or drop --runtime-telemetry")
-        extra["telemetry"] = runtime_telemetry
+            raise DefinitionError("INVALID_OPTION", f"--runtime-telemetry "
+                                  f"{r.runtime_telemetry}: only a runtime server publishes "
+                                  "telemetry", fix="pass --runtime too, or drop "
+                                                   "--runtime-telemetry")
+        extra["telemetry"] = r.runtime_telemetry
     if runtime and sim:
         raise DefinitionError("INVALID_OPTION", "--runtime and --sim both name a runtime",
                               fix="pass one of them")
@@ -338,21 +363,21 @@ def _run_file(task_file: Path, params: dict[str, Any], *, sim: str | None, episo
         RunJournal.check_new(journal)  # before connecting: connecting takes a control epoch
     if runtime and bridge == "inproc":
         bridge = "zmq"
-    options = RunOptions(task=task.name, sim_url=sim, episodes=episodes, seed=seed,
-                         faults=parse_inject(inject), cameras=tuple(camera) if camera else None,
-                         extra=extra, runtime_url=runtime, scene=scene or task.scene,
-                         params=dict(task.params))
-    options = with_scene(options)
+    if r.record_frames and trace is None:
+        raise DefinitionError("INVALID_OPTION", "--record-frames: the frames go beside the "
+                              "trace, and there is none", fix="pass --trace run.jsonl too")
+    options = with_scene(RunOptions(
+        task=task.name, sim_url=sim, episodes=r.episodes, seed=r.seed,
+        faults=parse_inject(r.inject), cameras=r.camera, extra=extra, runtime_url=runtime,
+        scene=r.scene or task.scene, params=dict(task.params), bridge=bridge,
+        perception=r.perception, record_frames=5.0 if r.record_frames else None,
+        trace=None if trace is None else str(trace)))
     open_journal = None
     if journal is not None:
         def open_journal(_: EpisodeRuntime) -> DurableRun:
-            return start_durable(journal, task_file=task_file, task_name=task.name,
-                                 bridge=bridge, runtime_url=runtime, perception=perception,
-                                 trace=None if trace is None else str(trace),
-                                 params=options.params, scene=options.scene)
-    if record_frames and trace is None:
-        raise DefinitionError("INVALID_OPTION", "--record-frames: the frames go beside the "
-                              "trace, and there is none", fix="pass --trace run.jsonl too")
+            return start_durable(journal, task_file=task_file, options=journaled)
+        journaled = options
+    graph = r.graph
     if graph is not None:
         from harness_bt.viz.render import FORMATS
 
@@ -366,12 +391,13 @@ def _run_file(task_file: Path, params: dict[str, Any], *, sim: str | None, episo
             import tempfile
 
             trace = Path(stack.enter_context(tempfile.TemporaryDirectory())) / f"{task.name}.jsonl"
-        live = stack.enter_context(live_console(console, task, as_json=as_json,
-                                                paused=console_paused))
-        watch = stack.enter_context(live_foxglove(foxglove[0], live, as_json=as_json,
-                                                  wait=foxglove[1]))
-        report = _run(task, options, bridge, perception, trace, as_json, open_journal,
-                      record_frames=5.0 if record_frames else None,
+        live = stack.enter_context(live_console(r.console, task, as_json=as_json,
+                                                paused=r.console_paused))
+        watch = stack.enter_context(live_foxglove(r.foxglove, live, as_json=as_json,
+                                                  wait=r.foxglove_wait))
+        if temporary:
+            options = dataclasses.replace(options, trace=str(trace))
+        report = _run(task, options, as_json, open_journal,
                       watch=watch if wrap is None else wrap(watch))
         if graph is not None and report.episodes and report.episodes[-1].trace_path:
             from harness_bt.viz.render import render, write
@@ -426,15 +452,16 @@ def resume(
         extra: dict[str, object] = {"min_epoch": min_epoch}
         if runtime_telemetry is not None:
             extra["telemetry"] = runtime_telemetry
-        options = RunOptions(task=task.name, runtime_url=url, extra=extra,
-                             scene=header.scene, params=dict(task.params))
-        options = with_scene(options)
         if trace is None and header.trace:  # run.jsonl -> run.resumed.jsonl, .resumed2, ...
             old = Path(header.trace)
             n = 1
             while (trace := old.with_name(f"{old.stem}.resumed{n if n > 1 else ''}"
                                           f"{old.suffix or '.jsonl'}")).exists():
                 n += 1
+        options = with_scene(RunOptions(
+            task=task.name, runtime_url=url, extra=extra, scene=header.scene,
+            params=dict(task.params), bridge=header.bridge, perception=header.perception,
+            trace=None if trace is None else str(trace)))
         cp = durable.checkpoint
         if not as_json:
             Console(stderr=True).print(
@@ -444,18 +471,16 @@ def resume(
                 + f"{len(durable.ledger.restarted)} command(s) left open, against {url}",
                 highlight=False)
         with live_console(console, task, as_json=as_json, paused=console_paused) as live:
-            report = _run(task, options, header.bridge, header.perception, trace, as_json,
-                          lambda _: durable, watch=live)
+            report = _run(task, options, as_json, lambda _: durable, watch=live)
             durable.close()
             _report(report, as_json, live, console_exit)
     finally:
         durable.close()
 
 
-def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
-         trace: Path | None, as_json: bool,
+def _run(task: Task, options: RunOptions, as_json: bool,
          open_journal: Callable[[EpisodeRuntime], DurableRun] | None = None, *,
-         record_frames: float | None = None, watch: RunWatch | None = None) -> RunReport:
+         watch: RunWatch | None = None) -> RunReport:
     episodes = options.episodes
     seed = options.seed
     sim = options.sim_url
@@ -463,7 +488,7 @@ def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
     live = console.is_terminal and not as_json
     if not console.is_terminal:
         console = Console(width=140)  # a log or a pipe: do not wrap at 80 columns
-    factory = runtime_registry().get(bridge, where="--bridge")
+    factory = runtime_registry().get(options.bridge, where="--bridge")
     with _c_stdout_to_stderr(True):  # native libraries print to stdout on start; keep it clean
         runtime = factory(options)
     durable: DurableRun | None = None
@@ -474,9 +499,8 @@ def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
         where = options.runtime_url or sim
         if live:
             with _LiveView(console, episodes) as view:
-                report = run_episodes(task, options, perception=perception, trace=trace,
-                                      on_tick=view, runtime=runtime, durable=durable,
-                                      record_frames=record_frames, watch=watch)
+                report = run_episodes(task, options, on_tick=view, runtime=runtime,
+                                      durable=durable, watch=watch)
         else:
             if not as_json:
                 given = ", ".join(f"{k}={v}" for k, v in options.params.items())
@@ -488,9 +512,8 @@ def _run(task: Task, options: RunOptions, bridge: str, perception: str | None,
                               + (f" against {where}" if where else " on the built-in simulator")
                               + (f", journal {durable.path}" if durable is not None else ""))
             with _c_stdout_to_stderr(True):
-                report = run_episodes(task, options, perception=perception, trace=trace,
-                                      runtime=runtime, durable=durable,
-                                      record_frames=record_frames, watch=watch)
+                report = run_episodes(task, options, runtime=runtime, durable=durable,
+                                      watch=watch)
     finally:
         runtime.close()
         if durable is not None and open_journal is not None:

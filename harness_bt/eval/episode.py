@@ -17,6 +17,7 @@ server has no episode left, yielding a row per episode keyed by the server's epi
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import socket
@@ -125,7 +126,7 @@ def run_episode(spec: EpisodeSpec) -> dict[str, Any]:
     options = _options(spec, task.scene, task.params, task.name)
     hook = _LastRunner()
     trace = _trace(spec, str(spec.seed))
-    report = run_episodes(task, options, trace=trace, on_tick=hook)
+    report = run_episodes(task, dataclasses.replace(options, trace=trace), on_tick=hook)
     if not report.episodes:
         raise HarnessError("NO_EPISODE", f"{spec.task} seed {spec.seed}: the simulator ran no "
                            "episode", fix="check the scene and its number of steps")
@@ -150,8 +151,8 @@ def run_server_episodes(spec: EpisodeSpec, *, skip: Callable[[str], bool] | None
             episode = f"w{spec.worker_id}.e{n}"
             hook = _LastRunner()
             began = time.perf_counter()
-            report = run_episodes(task, options, trace=_trace(spec, episode), on_tick=hook,
-                                  runtime=runtime)
+            report = run_episodes(task, dataclasses.replace(options, trace=_trace(spec, episode)),
+                                  on_tick=hook, runtime=runtime)
             if not report.episodes:
                 return
             n += 1

@@ -331,25 +331,22 @@ def run_episodes(
     task: Task,
     options: RunOptions,
     *,
-    bridge: str = "inproc",
-    perception: str | None = None,
-    trace: str | os.PathLike[str] | None = None,
-    on_tick: TickHook | None = None,
-    max_ticks: int = 6000,
     runtime: EpisodeRuntime | None = None,
     skills: SkillRegistry | None = None,
     evaluators: EvaluatorRegistry | None = None,
     durable: DurableRun | None = None,
-    record_frames: float | None = None,
+    on_tick: TickHook | None = None,
     watch: RunWatch | None = None,
 ) -> RunReport:
-    """Run ``task`` for ``options.episodes`` episodes (see the module docstring). ``runtime``
-    (opened by the caller, who then closes it) replaces the ``bridge`` entry point.
-    ``durable`` (one episode only) journals the run in its file and, when it holds a
-    checkpoint, resumes from there (:mod:`harness_bt.run.resume`). ``record_frames`` (per
-    second, per camera; needs ``trace``) records camera frames beside each episode's trace
-    (:mod:`harness_bt.recording`). ``watch`` watches and steers each episode
+    """Run ``task`` for ``options.episodes`` episodes (see the module docstring), as
+    ``options`` says (its ``bridge``, ``perception``, ``trace``, ``max_ticks`` and
+    ``record_frames`` included). ``runtime`` (opened by the caller, who then closes it)
+    replaces the ``options.bridge`` entry point. ``durable`` (one episode only) journals the
+    run in its file and, when it holds a checkpoint, resumes from there
+    (:mod:`harness_bt.run.resume`). ``watch`` watches and steers each episode
     (:class:`RunWatch`)."""
+    bridge, perception, trace = options.bridge, options.perception, options.trace
+    max_ticks, record_frames = options.max_ticks, options.record_frames
     if record_frames is not None and trace is None:
         raise DefinitionError("INVALID_OPTION", "recording camera frames needs a trace: the "
                               "frames go beside it", fix="pass --trace run.jsonl too")

@@ -21,7 +21,6 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from harness_bt._version import __version__
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import Ledger, LedgerError
 from harness_bt.run.journal import RunCheckpoint, RunHeader, RunJournal, file_digest
+from harness_bt.runtime.episodes import RunOptions
 
 __all__ = ["DurableRun", "open_durable", "start_durable"]
 
@@ -66,20 +66,19 @@ class DurableRun:
 
 
 def start_durable(path: str | os.PathLike[str], *, task_file: str | os.PathLike[str],
-                  task_name: str, bridge: str, runtime_url: str | None,
-                  perception: str | None = None, trace: str | None = None,
-                  params: Mapping[str, Any] | None = None,
-                  scene: str | None = None) -> DurableRun:
-    """Create the journal of a new run at ``path`` (refuses an existing file); ``params``
-    and ``scene``: the task's parameter values and the scene, for the resume."""
+                  options: RunOptions) -> DurableRun:
+    """Create the journal of a new run of ``options`` at ``path`` (refuses an existing
+    file); its header keeps what a resume needs: the task file, the runtime, the perception,
+    the trace, the task's parameter values and the scene."""
     where = os.fspath(path)
+    trace = options.trace
     header = RunHeader(task_file=str(Path(task_file).resolve()),
-                       task_digest=file_digest(task_file), task_name=task_name,
-                       run_id=uuid.uuid4().hex[:8], bridge=bridge, runtime_url=runtime_url,
-                       perception=perception,
+                       task_digest=file_digest(task_file), task_name=options.task,
+                       run_id=uuid.uuid4().hex[:8], bridge=options.bridge,
+                       runtime_url=options.runtime_url, perception=options.perception,
                        trace=None if trace is None else str(Path(trace).resolve()),
                        created_wall=time.time(), harness_version=__version__,
-                       params=dict(params or {}), scene=scene)
+                       params=dict(options.params), scene=options.scene)
     journal = RunJournal.create(where, header)
     journal.claim()
     try:

@@ -50,6 +50,13 @@ class RunOptions:
     ``extra``: runtime-specific settings. ``scene_document``: the scene ``scene`` names,
     read and checked (:func:`harness_bt.authoring.scenes.with_scene` loads it); the run's
     perception takes its catalogue of objects from it.
+
+    The harness's side of the run: ``bridge`` (the ``harness_bt.bridges`` entry point that
+    opens the runtime), ``perception`` (the ``harness_bt.perception`` entry point; None: the
+    only one installed), ``trace`` (the JSONL trace; one file per episode when there are
+    several: NAME.epN.jsonl), ``max_ticks`` (an episode still running then ends
+    ``max_ticks``), ``record_frames`` (camera frames per second per camera recorded beside
+    the trace; None: none).
     """
 
     task: str
@@ -63,6 +70,11 @@ class RunOptions:
     scene: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     scene_document: Scene | None = None
+    bridge: str = "inproc"
+    perception: str | None = None
+    trace: str | None = None
+    max_ticks: int = 6000
+    record_frames: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from harness_bt.authoring import load_task  # noqa: E402
+from harness_bt.authoring.scenes import with_scene  # noqa: E402
 from harness_bt.run.episodes import percentile, run_episodes  # noqa: E402
 from harness_bt.runtime.episodes import RunOptions  # noqa: E402
 from harness_bt.viz.live import FoxgloveLive  # noqa: E402
@@ -70,8 +71,8 @@ print(json.dumps({"counts": counts, "bytes": size}), flush=True)
 
 def one_run(seed: int, way: str) -> dict[str, Any]:
     task = load_task(TASK)
-    options = RunOptions(task=task.name, seed=seed, scene=task.scene, params=dict(task.params),
-                         extra={"num_steps": STEPS})
+    options = with_scene(RunOptions(task=task.name, seed=seed, scene=task.scene,
+                                    params=dict(task.params), extra={"num_steps": STEPS}))
     runtime = open_runtime(options)
     live = client = None
     out: dict[str, Any] = {}

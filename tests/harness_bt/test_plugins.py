@@ -176,8 +176,8 @@ def test_a_task_whose_skill_the_runtime_cannot_run_is_refused_before_it_starts(i
     runtime = InProcRuntime(KinematicBackend(), ExecutorRegistry(entry_points=True))
     try:
         with pytest.raises(DefinitionError) as err:
-            run_episodes(waving_task(), RunOptions(task="home_and_wave"), runtime=runtime,
-                         perception="colour")
+            run_episodes(waving_task(), RunOptions(task="home_and_wave", perception="colour"),
+                         runtime=runtime)
     finally:
         runtime.close()
     assert err.value.code == "NO_EXECUTOR"

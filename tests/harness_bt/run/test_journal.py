@@ -21,6 +21,7 @@ from harness_bt.run.journal import (
 from harness_bt.run.resume import open_durable, start_durable
 from harness_bt.run.settings import RunParts
 from harness_bt.runtime.bridge import Ack
+from harness_bt.runtime.episodes import RunOptions
 from harness_bt.testing import FakeRuntime, Script
 from harness_bt.testing.example import (
     example_runtime,
@@ -272,8 +273,8 @@ def test_resume_refuses_a_finished_run_and_a_changed_task_file(tmp_path: Path) -
     task = tmp_path / "task.yaml"
     task.write_text("name: t\n")
     path = tmp_path / "run.db"
-    durable = start_durable(path, task_file=task, task_name="t", bridge="zmq",
-                            runtime_url="tcp://127.0.0.1:5555")
+    durable = start_durable(path, task_file=task, options=RunOptions(
+        task="t", bridge="zmq", runtime_url="tcp://127.0.0.1:5555"))
     durable.close()
     task.write_text("name: t2\n")
     with pytest.raises(DefinitionError, match=r"TASK_CHANGED: the task file .*task.yaml "
@@ -293,9 +294,9 @@ def test_the_journal_keeps_the_runs_parameter_values_and_scene(tmp_path: Path) -
     task = tmp_path / "task.yaml"
     task.write_text("name: t\n")
     path = tmp_path / "run.db"
-    durable = start_durable(path, task_file=task, task_name="t", bridge="zmq",
-                            runtime_url="tcp://127.0.0.1:5555", scene="pick_cube",
-                            params={"target": "green_cube", "height": 0.1})
+    durable = start_durable(path, task_file=task, options=RunOptions(
+        task="t", bridge="zmq", runtime_url="tcp://127.0.0.1:5555", scene="pick_cube",
+        params={"target": "green_cube", "height": 0.1}))
     durable.close()
     durable = open_durable(path)  # what harness resume builds the task with again
     assert (dict(durable.header.params), durable.header.scene) == (
@@ -373,8 +374,8 @@ def test_resume_refuses_a_run_whose_harness_is_still_alive(tmp_path: Path) -> No
     task = tmp_path / "task.yaml"
     task.write_text("name: t\n")
     path = tmp_path / "run.db"
-    start_durable(path, task_file=task, task_name="t", bridge="zmq",
-                  runtime_url="tcp://127.0.0.1:5555").close()
+    start_durable(path, task_file=task, options=RunOptions(
+        task="t", bridge="zmq", runtime_url="tcp://127.0.0.1:5555")).close()
     alive = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); "
                               "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
     try:
