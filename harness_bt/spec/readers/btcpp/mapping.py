@@ -15,6 +15,8 @@ from harness_bt.skill import SkillRegistry
 from harness_bt.spec.problems import Problem
 from harness_bt.spec.readers.btcpp.chart import inline_phase_trees, read_task
 from harness_bt.spec.readers.btcpp.elements import Element, snake
+from harness_bt.spec.readers.btcpp.script import (CONDITION_ATTRS, POST_ATTRS, translate,
+                                                  wrap_conditions)
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import DocPath, Document, Mark, format_path
 
@@ -27,11 +29,8 @@ _DECORATORS = ("Inverter", "RetryUntilSuccessful", "Repeat", "Timeout", "Delay",
                "ForceSuccess", "ForceFailure", "KeepRunningUntilFailure")
 _LEAVES = ("AlwaysSuccess", "AlwaysFailure", "Sleep", "SubTree")
 #: Every BehaviorTree.CPP tag the importer maps (other tags must name a skill or node type).
-SUPPORTED = (*_CONTROLS, "Parallel", "ParallelAll", *_DECORATORS, *_LEAVES)
+SUPPORTED = (*_CONTROLS, "Parallel", "ParallelAll", *_DECORATORS, *_LEAVES, "ScriptCondition")
 _UNSUPPORTED = {
-    "Script": "scripts are code; write the condition as a wait_for 'when' expression or a "
-              "transition guard",
-    "ScriptCondition": "scripts are code; use a check / wait_for node or a guard",
     "SetBlackboard": "set the value in the task's 'blackboard:' defaults or a subtree's "
                      "'values'",
     "UnsetBlackboard": "blackboard keys are not removed by trees here",
@@ -46,8 +45,6 @@ _UNSUPPORTED = {
     "ManualSelector": "not supported", "EntryUpdated": "not supported",
     "SubTreePlus": "use SubTree with _autoremap (BehaviorTree.CPP v4)",
 }
-_SCRIPT_ATTRS = ("_skipIf", "_successIf", "_failureIf", "_while", "_onSuccess", "_onFailure",
-                 "_onHalted", "_post")
 _REF = re.compile(r"^\{(?P<key>[^{}]*)\}$")
 
 
@@ -166,11 +163,54 @@ class TreeReader:
         tag = el.tag
         if tag in ("Action", "Condition", "Control", "Decorator") and "ID" in el.attrs:
             tag = el.attrs["ID"]  # the BehaviorTree.CPP v3 spelling
+        conditions = self.conditions(el, tag, path)
+        if conditions is None:
+            return None
+        out = self.element(el, tag, path)
+        return wrap_conditions(out, conditions) if out is not None and conditions else out
+
+    def conditions(self, el: Element, tag: str, path: DocPath) -> dict[str, str] | None:
+        """The element's pre-conditions as expressions (None, with a problem, when one has
+        no counterpart)."""
+        out: dict[str, str] = {}
         for attr in el.attrs:
-            if attr in _SCRIPT_ATTRS:
-                self.problem("XML_UNSUPPORTED", f"<{tag}> attribute {attr} (a pre/post "
-                             "condition script) is not supported", el,
-                             "express the condition with a check node or a guard", path)
+            if attr in POST_ATTRS:
+                self.problem("XML_UNSUPPORTED", f"<{tag}> {attr}={el.attrs[attr]!r}: a "
+                             "post-condition assigns the blackboard, which trees here never "
+                             "do from a script", el, "remove it; set values in the task's "
+                             "'blackboard:' defaults or a subtree's values", path)
+                return None
+            if attr in CONDITION_ATTRS:
+                try:
+                    out[attr] = translate(el.attrs[attr])
+                except ValueError as exc:
+                    self.problem("XML_UNSUPPORTED", f"<{tag}> {attr}={el.attrs[attr]!r}: "
+                                 f"{exc}", el, "write a condition over blackboard keys "
+                                 "(a > 1 && b == 'x')", path)
+                    return None
+        return out
+
+    def element(self, el: Element, tag: str, path: DocPath) -> dict[str, Any] | None:
+        if tag == "ScriptCondition":
+            try:
+                when = translate(el.attrs.get("code", ""))
+            except ValueError as exc:
+                self.problem("XML_UNSUPPORTED", f"<ScriptCondition code="
+                             f"{el.attrs.get('code', '')!r}>: {exc}", el,
+                             "write a condition over blackboard keys (a > 1 && b == 'x')",
+                             path)
+                return None
+            return {"type": "wait_for", "name": self.name(el, "condition"), "when": when,
+                    "timeout_s": 0.001}
+        if tag in ("Script", "SetBlackboard"):
+            what = el.attrs.get("code") if tag == "Script" else \
+                f"{el.attrs.get('output_key')} = {el.attrs.get('value')}"
+            self.problem("XML_UNSUPPORTED", f"<{tag}> ({what!r}) assigns the blackboard, which "
+                         "trees here never do from a script", el,
+                         _UNSUPPORTED[tag] if tag == "SetBlackboard" else "set the value in "
+                         "the task's 'blackboard:' defaults or a subtree's values; a "
+                         "condition goes in <ScriptCondition>", path)
+            return None
         if tag in _CONTROLS:
             kind, memory = _CONTROLS[tag]
             return {"type": kind, "name": self.name(el, snake(tag)), "memory": memory,
@@ -259,14 +299,19 @@ class TreeReader:
         remap: dict[str, str] = {}
         values: dict[str, Any] = {}
         autoremap = False
+        passed = set(el.attrs.get("_values", "").split(";"))  # inputs given by name
         for attr, text in el.attrs.items():
             if attr in ("ID", "name"):
                 continue
             if attr == "_autoremap":
                 autoremap = text.strip().lower() in ("true", "1")
                 continue
+            if not attr[:1].isalpha():  # BT.CPP's own (_fullpath, _uid, conditions)
+                continue
             m = _REF.match(text.strip())
-            if m is not None:
+            if m is not None and attr in passed:
+                values[attr] = text.strip()
+            elif m is not None:
                 remap[attr] = attr if m["key"] in ("=", "") else m["key"]
             else:
                 values[attr] = self.value(text, "any")
@@ -378,7 +423,8 @@ class TreeReader:
                 continue
             if m is not None:  # a value port: a parameter or a subtree input, used as is
                 kind = port.type if port is not None else "any"
-                out[attr] = [text.strip()] if kind == "list" else text.strip()
+                whole = attr in el.attrs.get("_whole", "").split(";")
+                out[attr] = [text.strip()] if kind == "list" and not whole else text.strip()
                 continue
             try:
                 out[attr] = self.value(text, port.type if port is not None else "any")

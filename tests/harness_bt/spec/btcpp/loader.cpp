@@ -8,7 +8,8 @@
 // default) as the declared type and writes every output port it sets, so a value BT.CPP cannot
 // convert, a blackboard key of two types or a key nobody wrote ends the run with BT.CPP's own
 // message. Actions and conditions then succeed; controls tick their children in order until
-// one does not succeed; decorators return their child's status.
+// one does not succeed (then reads its ports: its first child may set them); decorators
+// return their child's status.
 //
 // Output: "created N nodes", "status SUCCESS|FAILURE|...", and on error "error: ..." with
 // exit status 1. --write saves the created tree as BT.CPP writes it (WriteTreeToXML).
@@ -164,7 +165,6 @@ public:
   {}
   BT::NodeStatus tick() override
   {
-    usePorts(*this, config(), *ports_);
     setStatus(BT::NodeStatus::RUNNING);
     for(auto* child : children_nodes_)
     {
@@ -176,6 +176,7 @@ public:
       }
     }
     resetChildren();
+    usePorts(*this, config(), *ports_);  // (after its children: the first may set them)
     return BT::NodeStatus::SUCCESS;
   }
 
