@@ -140,14 +140,21 @@ def test_the_import_command_writes_a_task_that_validates(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(("body", "expected"), [
     ('    <Script code="x := 1"/>',
-     "tree.xml:3:5: error XML_UNSUPPORTED: <Script> is not supported (at subtrees.Main); fix: "
-     "scripts are code"),
+     "tree.xml:3:5: error XML_UNSUPPORTED: <Script> ('x := 1') assigns the blackboard, which "
+     "trees here never do from a script (at subtrees.Main); fix: set the value in the task's "
+     "'blackboard:' defaults"),
+    ('    <ScriptCondition code="a .. b"/>',
+     "tree.xml:3:5: error XML_UNSUPPORTED: <ScriptCondition code='a .. b'>: string "
+     "concatenation (..) has no counterpart in the expression language"),
     ('    <Sequence>\n      <IfThenElse><AlwaysSuccess/><AlwaysSuccess/></IfThenElse>\n'
      '    </Sequence>',
      'tree.xml:4:7: error XML_UNSUPPORTED: <IfThenElse> is not supported'),
-    ('    <Grasp object_id="cup" _skipIf="held"/>',
-     "tree.xml:3:5: error XML_UNSUPPORTED: <Grasp> attribute _skipIf (a pre/post condition "
-     "script) is not supported"),
+    ('    <Grasp object_id="cup" _onSuccess="done := true"/>',
+     "tree.xml:3:5: error XML_UNSUPPORTED: <Grasp> _onSuccess='done := true': a post-condition "
+     "assigns the blackboard"),
+    ('    <Grasp object_id="cup" _skipIf="n := 1"/>',
+     "tree.xml:3:5: error XML_UNSUPPORTED: <Grasp> _skipIf='n := 1': an assignment (:=) has no "
+     "counterpart in the expression language"),
     ('    <Grsp object_id="cup"/>',
      "tree.xml:3:5: error XML_UNKNOWN_NODE: <Grsp> is neither a supported BehaviorTree.CPP node "
      "nor a registered skill or node type (looked for 'Grsp' / 'grsp'); did you mean 'grasp'?"),

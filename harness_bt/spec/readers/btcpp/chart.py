@@ -229,7 +229,8 @@ def _subtree_refs(el: Element, counts: dict[str, int]) -> dict[str, int]:
     if el.tag == "SubTree" and "ID" in el.attrs:
         counts[el.attrs["ID"]] = counts.get(el.attrs["ID"], 0) + 1
     for kid in el.children:
-        _subtree_refs(kid, counts)
+        if kid.tag != "TreeNodesModel":  # (its <SubTree> entries are models, not uses)
+            _subtree_refs(kid, counts)
     return counts
 
 

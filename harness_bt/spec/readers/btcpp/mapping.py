@@ -29,7 +29,7 @@ _DECORATORS = ("Inverter", "RetryUntilSuccessful", "Repeat", "Timeout", "Delay",
                "ForceSuccess", "ForceFailure", "KeepRunningUntilFailure")
 _LEAVES = ("AlwaysSuccess", "AlwaysFailure", "Sleep", "SubTree")
 #: Every BehaviorTree.CPP tag the importer maps (other tags must name a skill or node type).
-SUPPORTED = (*_CONTROLS, "Parallel", "ParallelAll", *_DECORATORS, *_LEAVES, "ScriptCondition")
+SUPPORTED = (*_CONTROLS, "Parallel", "ParallelAll", *_DECORATORS, *_LEAVES)
 _UNSUPPORTED = {
     "SetBlackboard": "set the value in the task's 'blackboard:' defaults or a subtree's "
                      "'values'",
@@ -369,6 +369,9 @@ class TreeReader:
                 except ValueError as exc:
                     self.problem("XML_ATTRIBUTE", f"<{el.tag}> {attr}: {exc}", el,
                                  f"write a {port.type}", path)
+                continue
+            if m is not None and attr in el.attrs.get("_params", "").split(";"):
+                params[attr] = text.strip()  # a parameter placeholder (export-xml's hint)
                 continue
             if m is not None:
                 inputs[attr] = attr if m["key"] in ("=", "") else m["key"]

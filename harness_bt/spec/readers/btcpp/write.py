@@ -165,15 +165,24 @@ class _Writer:
         if isinstance(tree.get("name"), str):
             attrs["name"] = tree["name"]
         model = skills.get(skill).params_model
+        placeholders = []
         for k, v in (tree.get("params") or {}).items():
             info = model.model_fields.get(k)
             kind = self.reader.field_kind(info.annotation) if info is not None else "any"
-            attrs[k] = self.text(v, kind)
+            if isinstance(v, str) and _REF.match(v):  # a parameter: BT.CPP reads that key
+                attrs[k] = v
+                placeholders.append(k)
+            else:
+                attrs[k] = self.text(v, kind)
         for k, v in (tree.get("inputs") or {}).items():
             attrs[k] = "{" + v + "}"
         for k in SKILL_PORTS:
-            if k in tree:
+            if k in tree and k in ("output", "snapshot") and isinstance(tree[k], str):
+                attrs[k] = "{" + tree[k] + "}"
+            elif k in tree:
                 attrs[k] = self.text(tree[k], SKILL_PORTS[k][1])
+        if placeholders:  # (BT.CPP ignores '_' attributes; the importer reads these as params)
+            attrs["_params"] = ";".join(placeholders)
         return Element(model_id(skill), attrs, 0, 0)
 
     def _generic(self, tree: dict[str, Any]) -> Element:
