@@ -86,7 +86,12 @@ def task_document(xml: Document, *, tree: str | None = None, name: str | None = 
     trees = list(data.get("subtrees", {}))
     main = tree or data.get("metadata", {}).get("main_tree_to_execute") or (
         trees[0] if len(trees) == 1 else None)
-    if main is None or main not in trees:
+    if main is None:
+        raise DefinitionError(
+            "NO_MAIN_TREE", f"{xml.file}: the file names no main tree: it has no "
+            f"main_tree_to_execute and holds {len(trees)} trees ({', '.join(trees) or 'none'})",
+            fix="set main_tree_to_execute=\"<ID>\" on <root>, or pass --tree <ID>")
+    if main not in trees:
         raise DefinitionError(
             "UNKNOWN_SUBTREE", f"{xml.file}: which tree to run? {main!r} is not one of "
             f"{', '.join(trees) or '(none)'}", fix="pass --tree <ID> (or set "

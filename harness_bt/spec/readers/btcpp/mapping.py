@@ -15,6 +15,7 @@ from harness_bt.skill import SkillRegistry
 from harness_bt.spec.problems import Problem
 from harness_bt.spec.readers.btcpp.chart import inline_phase_trees, read_task
 from harness_bt.spec.readers.btcpp.elements import Element, snake
+from harness_bt.spec.readers.btcpp.names import name_subtree_uses
 from harness_bt.spec.readers.btcpp.script import (CONDITION_ATTRS, POST_ATTRS, translate,
                                                   wrap_conditions)
 from harness_bt.spec.registries import Registries
@@ -481,6 +482,7 @@ class TreeReader:
             elif el.tag != "TreeNodesModel":
                 self.problem("XML_UNSUPPORTED", f"<{el.tag}> is not supported under <root>", el,
                              "keep <BehaviorTree>, <include> and <TreeNodesModel> there")
+        name_subtree_uses(data["subtrees"])
         if "task" in data:
             inline_phase_trees(data["task"], data["subtrees"], root, self.doc)
         if main:
