@@ -451,7 +451,9 @@ class TreeReader:
         if fmt != "4":
             self.problem("XML_FORMAT", f"BTCPP_format={fmt!r}: only format 4 is read", root,
                          "convert the file to BehaviorTree.CPP v4 (Groot2 does)")
-        main = root.attrs.get("main_tree_to_execute")
+        main = root.attrs.get("main_tree_to_execute") or next(  # BT.CPP's WriteTreeToXML
+            (el.attrs.get("ID") for el in root.children if el.tag == "BehaviorTree"
+             and el.attrs.get("_fullpath") == ""), None)  # marks the main tree so
         for el in root.children:
             if el.tag == "BehaviorTree":
                 tree_id = el.attrs.get("ID")

@@ -101,7 +101,7 @@ def wrap_conditions(node: dict[str, Any], conditions: dict[str, str]) -> dict[st
     holding)."""
     name = str(node.get("name") or node.get("subtree") or "node")
     out = node
-    for attr in CONDITION_ATTRS:
+    for attr in reversed(CONDITION_ATTRS):  # BT.CPP checks them in CONDITION_ATTRS' order
         if attr not in conditions:
             continue
         when = conditions[attr]

@@ -166,22 +166,36 @@ public:
   BT::NodeStatus tick() override
   {
     setStatus(BT::NodeStatus::RUNNING);
-    for(auto* child : children_nodes_)
+    while(current_ < children_nodes_.size())
     {
-      auto status = child->executeTick();
+      auto status = children_nodes_[current_]->executeTick();
+      if(status == BT::NodeStatus::RUNNING)
+      {
+        return status;  // ticked again from this child
+      }
       if(status != BT::NodeStatus::SUCCESS && status != BT::NodeStatus::SKIPPED)
       {
         resetChildren();
+        current_ = 0;
         return status;
       }
+      ++current_;
     }
     resetChildren();
+    current_ = 0;
     usePorts(*this, config(), *ports_);  // (after its children: the first may set them)
     return BT::NodeStatus::SUCCESS;
   }
 
+  void halt() override
+  {
+    current_ = 0;
+    BT::ControlNode::halt();
+  }
+
 private:
   const std::vector<PortDecl>* ports_;
+  size_t current_ = 0;
 };
 
 class ModelDecorator : public BT::DecoratorNode
