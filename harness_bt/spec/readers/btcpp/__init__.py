@@ -40,9 +40,11 @@ __all__ = ["DEFAULT_BUDGET", "SUPPORTED", "read_btcpp", "task_document"]
 
 
 def read_btcpp(path: str | os.PathLike[str], registries: Registries, *,
-               text: str | None = None) -> tuple[Document, list[Problem]]:
+               text: str | None = None, palette: dict[str, Any] | None = None
+               ) -> tuple[Document, list[Problem]]:
     """Read a BehaviorTree.CPP v4 XML file as a library document: ``subtrees`` holds one tree
-    per ``<BehaviorTree ID>``, with the mark of every element."""
+    per ``<BehaviorTree ID>``, with the mark of every element; ``palette``: the user's node
+    IDs bound to skills (:func:`~harness_bt.spec.readers.btcpp.bindings.read_palette`)."""
     name = str(path)
     doc = Document(name, None, path=Path(path), format="xml")
     if text is None:
@@ -55,7 +57,7 @@ def read_btcpp(path: str | os.PathLike[str], registries: Registries, *,
     if root is None:
         return doc, problems or [Problem("XML_SYNTAX", "the file holds no XML element", name,
                                          fix="write <root BTCPP_format=\"4\">...</root>")]
-    reader = TreeReader(doc, registries)
+    reader = TreeReader(doc, registries, palette=dict(palette or {}))
     doc.data = reader.read(root)
     return doc, problems + reader.problems
 

@@ -16,8 +16,12 @@ from harness_bt.spec.problems import Problem
 from harness_bt.spec.readers.btcpp.chart import inline_phase_trees, read_task
 from harness_bt.spec.readers.btcpp.elements import Element, snake
 from harness_bt.spec.readers.btcpp.names import name_subtree_uses
-from harness_bt.spec.readers.btcpp.script import (CONDITION_ATTRS, POST_ATTRS, translate,
-                                                  wrap_conditions)
+from harness_bt.spec.readers.btcpp.script import (
+    SCRIPT_TAGS,
+    read_conditions,
+    read_script,
+    wrap_conditions,
+)
 from harness_bt.spec.registries import Registries
 from harness_bt.spec.source import DocPath, Document, Mark, format_path
 
@@ -56,6 +60,8 @@ class TreeReader:
     doc: Document
     registries: Registries
     problems: list[Problem] = field(default_factory=list)
+    #: the user's node IDs bound to skills (:mod:`~harness_bt.spec.readers.btcpp.bindings`)
+    palette: dict[str, Any] = field(default_factory=dict)
 
     def mark(self, el: Element) -> Mark:
         return Mark(self.doc.file, el.line, el.column)
@@ -172,46 +178,12 @@ class TreeReader:
 
     def conditions(self, el: Element, tag: str, path: DocPath) -> dict[str, str] | None:
         """The element's pre-conditions as expressions (None, with a problem, when one has
-        no counterpart)."""
-        out: dict[str, str] = {}
-        for attr in el.attrs:
-            if attr in POST_ATTRS:
-                self.problem("XML_UNSUPPORTED", f"<{tag}> {attr}={el.attrs[attr]!r}: a "
-                             "post-condition assigns the blackboard, which trees here never "
-                             "do from a script", el, "remove it; set values in the task's "
-                             "'blackboard:' defaults or a subtree's values", path)
-                return None
-            if attr in CONDITION_ATTRS:
-                try:
-                    out[attr] = translate(el.attrs[attr])
-                except ValueError as exc:
-                    self.problem("XML_UNSUPPORTED", f"<{tag}> {attr}={el.attrs[attr]!r}: "
-                                 f"{exc}", el, "write a condition over blackboard keys "
-                                 "(a > 1 && b == 'x')", path)
-                    return None
-        return out
+        no counterpart): :func:`~harness_bt.spec.readers.btcpp.script.read_conditions`."""
+        return read_conditions(self, el, tag, path)
 
     def element(self, el: Element, tag: str, path: DocPath) -> dict[str, Any] | None:
-        if tag == "ScriptCondition":
-            try:
-                when = translate(el.attrs.get("code", ""))
-            except ValueError as exc:
-                self.problem("XML_UNSUPPORTED", f"<ScriptCondition code="
-                             f"{el.attrs.get('code', '')!r}>: {exc}", el,
-                             "write a condition over blackboard keys (a > 1 && b == 'x')",
-                             path)
-                return None
-            return {"type": "wait_for", "name": self.name(el, "condition"), "when": when,
-                    "timeout_s": 0.001}
-        if tag in ("Script", "SetBlackboard"):
-            what = el.attrs.get("code") if tag == "Script" else \
-                f"{el.attrs.get('output_key')} = {el.attrs.get('value')}"
-            self.problem("XML_UNSUPPORTED", f"<{tag}> ({what!r}) assigns the blackboard, which "
-                         "trees here never do from a script", el,
-                         _UNSUPPORTED[tag] if tag == "SetBlackboard" else "set the value in "
-                         "the task's 'blackboard:' defaults or a subtree's values; a "
-                         "condition goes in <ScriptCondition>", path)
-            return None
+        if tag in SCRIPT_TAGS:
+            return read_script(self, el, tag, path)
         if tag in _CONTROLS:
             kind, memory = _CONTROLS[tag]
             return {"type": kind, "name": self.name(el, snake(tag)), "memory": memory,
@@ -325,6 +297,9 @@ class TreeReader:
         return out
 
     def leaf(self, el: Element, tag: str, path: DocPath) -> dict[str, Any] | None:
+        binding = self.palette.get(tag)
+        if binding is not None:  # a user's own node, bound to a skill
+            return self.skill_leaf(binding.apply(el), binding.skill, path)
         skills = self.registries.skills if self.registries.skills is not None \
             else SkillRegistry()
         nodes = self.registries.nodes
@@ -339,8 +314,9 @@ class TreeReader:
         self.problem("XML_UNKNOWN_NODE", f"<{tag}> is neither a supported BehaviorTree.CPP node "
                      "nor a registered skill or node type (looked for "
                      f"{' / '.join(map(repr, candidates))}){did_you_mean(snake(tag), known)}",
-                     el, f"register a skill or node type named {snake(tag)!r}, or replace the "
-                     f"node; supported tags: {', '.join(SUPPORTED)}", path)
+                     el, f"register a skill or node type named {snake(tag)!r}, bind it to a "
+                     "skill with import-xml --palette, or replace the node; supported tags: "
+                     f"{', '.join(SUPPORTED)}", path)
         return None
 
     def skill_leaf(self, el: Element, skill: str, path: DocPath) -> dict[str, Any]:

@@ -83,7 +83,7 @@ def script_literal(value: Any) -> str | None:
         text = ";".join(str(v) for v in value)
     else:
         return None
-    if "'" in text or ";" in text and isinstance(value, str):
+    if "'" in text or (";" in text and isinstance(value, str)):
         return None
     return f"'{text}'"
 

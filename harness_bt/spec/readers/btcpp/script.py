@@ -24,8 +24,16 @@ from harness_bt.errors import DefinitionError
 from harness_bt.spec.expr import ExprError, compile_expr
 from harness_bt.spec.readers.btcpp.elements import Element
 from harness_bt.spec.readers.btcpp.peer import script_literal
+from harness_bt.spec.source import DocPath
 
-__all__ = ["CONDITION_ATTRS", "POST_ATTRS", "parameters_script", "translate", "wrap_conditions"]
+__all__ = ["CONDITION_ATTRS", "POST_ATTRS", "SCRIPT_TAGS", "parameters_script", "read_conditions",
+           "read_script", "translate", "wrap_conditions"]
+
+#: The elements of BT.CPP's scripting: a condition is read, an assignment refused.
+SCRIPT_TAGS = ("ScriptCondition", "Script", "SetBlackboard")
+_CONDITION_FIX = "write a condition over blackboard keys (a > 1 && b == 'x')"
+_ASSIGN_FIX = ("set the value in the task's 'blackboard:' defaults or a subtree's values; a "
+               "condition goes in <ScriptCondition>")
 
 #: BT.CPP's pre-conditions (a condition each) and post-conditions (assignments).
 CONDITION_ATTRS = ("_failureIf", "_successIf", "_skipIf", "_while")
@@ -137,3 +145,42 @@ def parameters_script(params: dict[str, Any], task: str) -> list[Element]:
     if not parts:
         return []
     return [Element("Script", {"name": "parameters", "code": "; ".join(parts)}, 0, 0)]
+
+
+def read_conditions(reader: Any, el: Element, tag: str, path: DocPath) -> dict[str, str] | None:
+    """The element's pre-conditions as expressions (None, with a problem on ``reader``, when
+    one has no counterpart or it has a post-condition)."""
+    out: dict[str, str] = {}
+    for attr in el.attrs:
+        if attr in POST_ATTRS:
+            reader.problem("XML_UNSUPPORTED", f"<{tag}> {attr}={el.attrs[attr]!r}: a "
+                           "post-condition assigns the blackboard, which trees here never do "
+                           "from a script", el, "remove it; set values in the task's "
+                           "'blackboard:' defaults or a subtree's values", path)
+            return None
+        if attr in CONDITION_ATTRS:
+            try:
+                out[attr] = translate(el.attrs[attr])
+            except ValueError as exc:
+                reader.problem("XML_UNSUPPORTED", f"<{tag}> {attr}={el.attrs[attr]!r}: {exc}",
+                               el, _CONDITION_FIX, path)
+                return None
+    return out
+
+
+def read_script(reader: Any, el: Element, tag: str, path: DocPath) -> dict[str, Any] | None:
+    """A ``<ScriptCondition>`` as a one-tick ``wait_for``; ``<Script>`` and
+    ``<SetBlackboard>`` refused, naming what they assign."""
+    if tag == "ScriptCondition":
+        try:
+            when = translate(el.attrs.get("code", ""))
+        except ValueError as exc:
+            reader.problem("XML_UNSUPPORTED", f"<ScriptCondition code="
+                           f"{el.attrs.get('code', '')!r}>: {exc}", el, _CONDITION_FIX, path)
+            return None
+        return _check(when, reader.name(el, "condition"))
+    what = el.attrs.get("code") if tag == "Script" else \
+        f"{el.attrs.get('output_key')} = {el.attrs.get('value')}"
+    reader.problem("XML_UNSUPPORTED", f"<{tag}> ({what!r}) assigns the blackboard, which trees "
+                   "here never do from a script", el, _ASSIGN_FIX, path)
+    return None

@@ -75,7 +75,7 @@ class _Writer:
         pointer = whole and text.strip().startswith("{") and text.strip().endswith("}")
         try:
             if _same(self.reader.value(text, kind), value) and (
-                    not pointer or kind == "list" and _REF.match(text)):
+                    not pointer or (kind == "list" and _REF.match(text))):
                 return text
         except (ValueError, json.JSONDecodeError):
             pass
