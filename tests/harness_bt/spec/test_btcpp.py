@@ -43,7 +43,7 @@ def test_every_tag_maps_to_its_node() -> None:
     doc, problems = read_btcpp(EVERY_TAG, registries())
     assert problems == []
     fetch = doc.data["subtrees"]["FetchCup"]
-    assert fetch["type"] == "sequence" and fetch["memory"] is True
+    assert fetch["type"] == "sequence" and "memory" not in fetch  # the default: True
     go, have_cup, hold, release, never = fetch["children"]
     assert go == {"type": "act_and_evaluate", "name": "go", "skill": "navigate",
                   "params": {"x_m": 1.6, "y_m": 0.5}}
@@ -70,7 +70,7 @@ def test_every_tag_maps_to_its_node() -> None:
                      "child": {"type": "wait_for", "name": "sleep", "seconds": 0.2}}
     pick = doc.data["subtrees"]["PickCup"]
     observe, approach, repeat, both, anyof = pick["children"]
-    assert (pick["type"], pick["memory"]) == ("sequence", True)  # SequenceWithMemory
+    assert (pick["type"], pick.get("memory", True)) == ("sequence", True)  # SequenceWithMemory
     assert observe == {"type": "observe", "name": "observe", "objects": ["cup"],
                        "record": "plan", "timeout_s": 1.0}
     assert (approach["type"], approach["memory"]) == ("sequence", False)  # ReactiveSequence
@@ -81,7 +81,7 @@ def test_every_tag_maps_to_its_node() -> None:
         "skill": "grasp", "name": "grasp", "output": "grip_key",
         "params": {"object_id": "cup"}}}
     assert (both["type"], both["policy"]) == ("parallel", "all")  # ParallelAll
-    assert (anyof["type"], anyof["memory"]) == ("selector", True)  # Fallback
+    assert (anyof["type"], anyof.get("memory", True)) == ("selector", True)  # Fallback
     assert [c["name"] for c in anyof["children"]] == ["failure", "success"]
     assert doc.data["metadata"] == {"main_tree_to_execute": "FetchCup"}
     assert str(doc.mark(("subtrees", "PickCup", "children", 2))) == f"{EVERY_TAG}:40:7"

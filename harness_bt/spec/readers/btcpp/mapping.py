@@ -186,8 +186,8 @@ class TreeReader:
             return read_script(self, el, tag, path)
         if tag in _CONTROLS:
             kind, memory = _CONTROLS[tag]
-            return {"type": kind, "name": self.name(el, snake(tag)), "memory": memory,
-                    "children": self.children(el, path)}
+            return {"type": kind, "name": self.name(el, snake(tag)),  # memory: the default
+                    **({} if memory else {"memory": False}), "children": self.children(el, path)}
         if tag in ("Parallel", "ParallelAll"):
             return self.parallel(el, tag, path)
         if tag in _DECORATORS:

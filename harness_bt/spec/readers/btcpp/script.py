@@ -114,11 +114,11 @@ def wrap_conditions(node: dict[str, Any], conditions: dict[str, str]) -> dict[st
             continue
         when = conditions[attr]
         if attr == "_failureIf":
-            out = {"type": "sequence", "name": f"{name}_failure_if", "memory": True,
+            out = {"type": "sequence", "name": f"{name}_failure_if",
                    "children": [_check(f"not ({when})", "failure_if"), out]}
         elif attr in ("_successIf", "_skipIf"):
             label = "success_if" if attr == "_successIf" else "skip_if"
-            out = {"type": "selector", "name": f"{name}_{label}", "memory": True,
+            out = {"type": "selector", "name": f"{name}_{label}",
                    "children": [_check(when, label), out]}
         else:
             out = {"type": "sequence", "name": f"{name}_while", "memory": False,
