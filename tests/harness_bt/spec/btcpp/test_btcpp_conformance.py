@@ -103,3 +103,11 @@ def test_a_file_btcpp_wrote_imports_validates_and_runs_again(
     assert spec.phases[0].tree is not None
     result = run(loader, export_again(spec, tmp_path))
     assert ticked(result), result.output
+
+
+def test_without_a_compiler_the_test_fails_saying_so_and_never_skips(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CXX", "/nonexistent/c++")
+    with pytest.raises(pytest.fail.Exception, match="finds no C.. compiler .g.., or .CXX.: "
+                       "apt-get install g.."):
+        build_loader()
