@@ -82,7 +82,7 @@ def test_subtree_inputs_and_lists_are_written_in_btcpp_syntax(tmp_path: Path) ->
                                               "_values": "obj", "_autoremap": "true"}
     aim = root.find(".//DerivePose[@name='aim']")
     assert aim is not None and (aim.get("offset"), aim.get("_whole")) == ("{offset}", "offset")
-    looks = [el.get("objects") for el in root.iter("Observe")]
+    looks = [el.get("objects") or "" for el in root.iter("Observe")]
     assert "{target}" in looks  # a list of one parameter: BT.CPP converts its text
     assert all(not (v.startswith("{") and v.endswith("}")) or v.count("{") == 1 for v in looks)
     model = root.find("TreeNodesModel/SubTree[@ID='approach']")
