@@ -106,6 +106,9 @@ def build_loader() -> Path:
           f"-Wl,-rpath,{library.parent}", f"-Wl,-rpath,{libdir}", "-o", str(tmp)],
          "compiling the BehaviorTree.CPP loader", "install g++ (apt-get install g++)")
     tmp.replace(binary)
+    for stale in cache.glob("loader-*"):  # builds of an older loader or library
+        if stale != binary and not stale.name.endswith(".tmp"):
+            stale.unlink(missing_ok=True)
     return binary
 
 
