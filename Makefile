@@ -45,11 +45,13 @@ define need
 	  fi; }
 endef
 
-# Graphviz's `dot` renders execution graphs; Chromium (headless) tests the HTML replay.
+# Graphviz's `dot` renders execution graphs; Chromium (headless) tests the HTML replay; g++
+# builds the loader that runs exported files in BehaviorTree.CPP (its conformance test).
 system-deps:
 	$(call need,command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1,chromium,the headless browser the replay page is tested in,--cask chromium)
 	$(call need,command -v chromedriver >/dev/null 2>&1,chromium-driver,drives chromium in the replay page's tests,--cask chromedriver)
 	$(call need,command -v dot >/dev/null 2>&1,graphviz,its dot draws execution graphs,graphviz)
+	$(call need,command -v g++ >/dev/null 2>&1,g++,compiles the BehaviorTree.CPP conformance loader,gcc)
 
 demo: setup
 	$(BIN)/harness run trees/pick_and_place.yaml

@@ -20,6 +20,7 @@ from harness_bt.authoring.library import Library
 from harness_bt.authoring.model import TaskSpec
 from harness_bt.authoring.readers import read_document
 from harness_bt.authoring.readers.btcpp import read_btcpp, task_document
+from harness_bt.authoring.readers.btcpp.bindings import read_palette
 from harness_bt.authoring.readers.btcpp.write import export_xml
 from harness_bt.authoring.readers.python import load_python, spec_from_task
 from harness_bt.authoring.registries import GuardFn, Registries
@@ -213,14 +214,17 @@ def neutral_form(path: PathLike, **registries: Any) -> dict[str, Any]:
 
 def import_btcpp(path: PathLike, *, tree: str | None = None, name: str | None = None,
                  skills: SkillRegistry | None = None, nodes: NodeTypes | None = None,
-                 budget: Mapping[str, Any] | None = None) -> TaskSpec:
+                 budget: Mapping[str, Any] | None = None,
+                 palette: PathLike | None = None) -> TaskSpec:
     """The task of a BehaviorTree.CPP v4 file: the one ``export-xml`` wrote, or one that
     runs one of its trees (see :func:`~harness_bt.authoring.readers.btcpp.task_document`), for
     ``harness import-xml``; ``budget`` when the file gives none (default
     :data:`~harness_bt.authoring.readers.btcpp.DEFAULT_BUDGET`). The whole result is checked
-    (problems point into the XML)."""
+    (problems point into the XML). ``palette``: a file binding the user's own node IDs to
+    skills (:mod:`~harness_bt.authoring.readers.btcpp.bindings`)."""
     registries = Registries.installed(nodes=nodes, skills=skills)
-    xml, problems = read_btcpp(path, registries)
+    bindings = read_palette(palette, registries) if palette is not None else None
+    xml, problems = read_btcpp(path, registries, palette=bindings)
     Report(list(problems)).raise_for_errors(str(path))
     doc = task_document(xml, tree=tree, name=name, budget=dict(budget or {}) or None)
     checked = check_document(doc, registries, problems=drop_included(doc, registries))

@@ -139,22 +139,27 @@ def import_xml(
     max_time_s: float = typer.Option(None, "--max-time-s", min=0.001, help="The task "
                                      "budget's seconds when the file gives none "
                                      "(default 120)."),
+    palette: Path = typer.Option(None, "--palette", help="A TreeNodesModel of your own "
+                                 "nodes binding each to a skill (docs/groot.md)."),
 ) -> None:
     """Import a BehaviorTree.CPP v4 XML file as a task file (checked before it is written):
     the task harness export-xml wrote, or one that runs one of its trees."""
     from harness_bt.authoring.dump import dump_yaml
     from harness_bt.authoring.loader import import_btcpp
     from harness_bt.authoring.readers.btcpp import DEFAULT_BUDGET, read_btcpp
+    from harness_bt.authoring.readers.btcpp.bindings import read_palette
     from harness_bt.authoring.registries import Registries
 
     registry = resolve_skills(skills)
     budget = {k: v for k, v in (("max_retries", max_retries), ("max_time_s", max_time_s))
               if v is not None}
     spec = import_btcpp(file, tree=tree, name=name, skills=registry,
-                        budget={**DEFAULT_BUDGET, **budget})
+                        budget={**DEFAULT_BUDGET, **budget}, palette=palette)
     text = dump_yaml(spec, header=f"imported from {file.name} (BehaviorTree.CPP v4)")
     _write(text, output)
-    xml, _ = read_btcpp(file, Registries.installed(skills=registry))
+    xml, _ = read_btcpp(file, Registries.installed(skills=registry),
+                        palette=read_palette(palette, Registries.installed(skills=registry))
+                        if palette is not None else None)
     if not (xml.data or {}).get("task", {}).get("budget") and spec.budget is not None:
         typer.echo(f"note: {file.name} gives no task budget (BehaviorTree.CPP has none); the "
                    f"task gets max_retries={spec.budget.max_retries}, max_time_s="

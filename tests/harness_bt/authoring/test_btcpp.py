@@ -50,7 +50,7 @@ def test_every_tag_maps_to_its_node() -> None:
     doc, problems = read_btcpp(EVERY_TAG, registries())
     assert problems == []
     fetch = doc.data["subtrees"]["FetchCup"]
-    assert fetch["type"] == "sequence" and fetch["memory"] is True
+    assert fetch["type"] == "sequence" and "memory" not in fetch  # the default: True
     go, have_cup, hold, release, never = fetch["children"]
     assert go == {"type": "act_and_evaluate", "name": "go", "skill": "navigate",
                   "params": {"x_m": 1.6, "y_m": 0.5}}
@@ -77,7 +77,7 @@ def test_every_tag_maps_to_its_node() -> None:
                      "child": {"type": "wait_for", "name": "sleep", "seconds": 0.2}}
     pick = doc.data["subtrees"]["PickCup"]
     observe, approach, repeat, both, anyof = pick["children"]
-    assert (pick["type"], pick["memory"]) == ("sequence", True)  # SequenceWithMemory
+    assert (pick["type"], pick.get("memory", True)) == ("sequence", True)  # SequenceWithMemory
     assert observe == {"type": "observe", "name": "observe", "objects": ["cup"],
                        "record": "plan", "timeout_s": 1.0}
     assert (approach["type"], approach["memory"]) == ("sequence", False)  # ReactiveSequence
@@ -88,7 +88,7 @@ def test_every_tag_maps_to_its_node() -> None:
         "skill": "grasp", "name": "grasp", "output": "grip_key",
         "params": {"object_id": "cup"}}}
     assert (both["type"], both["policy"]) == ("parallel", "all")  # ParallelAll
-    assert (anyof["type"], anyof["memory"]) == ("selector", True)  # Fallback
+    assert (anyof["type"], anyof.get("memory", True)) == ("selector", True)  # Fallback
     assert [c["name"] for c in anyof["children"]] == ["failure", "success"]
     assert doc.data["metadata"] == {"main_tree_to_execute": "FetchCup"}
     assert str(doc.mark(("subtrees", "PickCup", "children", 2))) == f"{EVERY_TAG}:40:7"
@@ -147,14 +147,21 @@ def test_the_import_command_writes_a_task_that_validates(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(("body", "expected"), [
     ('    <Script code="x := 1"/>',
-     "tree.xml:3:5: error XML_UNSUPPORTED: <Script> is not supported (at subtrees.Main); fix: "
-     "scripts are code"),
+     "tree.xml:3:5: error XML_UNSUPPORTED: <Script> ('x := 1') assigns the blackboard, which "
+     "trees here never do from a script (at subtrees.Main); fix: set the value in the task's "
+     "'blackboard:' defaults"),
+    ('    <ScriptCondition code="a .. b"/>',
+     "tree.xml:3:5: error XML_UNSUPPORTED: <ScriptCondition code='a .. b'>: string "
+     "concatenation (..) has no counterpart in the expression language"),
     ('    <Sequence>\n      <IfThenElse><AlwaysSuccess/><AlwaysSuccess/></IfThenElse>\n'
      '    </Sequence>',
      'tree.xml:4:7: error XML_UNSUPPORTED: <IfThenElse> is not supported'),
-    ('    <Grasp object_id="cup" _skipIf="held"/>',
-     "tree.xml:3:5: error XML_UNSUPPORTED: <Grasp> attribute _skipIf (a pre/post condition "
-     "script) is not supported"),
+    ('    <Grasp object_id="cup" _onSuccess="done := true"/>',
+     "tree.xml:3:5: error XML_UNSUPPORTED: <Grasp> _onSuccess='done := true': a post-condition "
+     "assigns the blackboard"),
+    ('    <Grasp object_id="cup" _skipIf="n := 1"/>',
+     "tree.xml:3:5: error XML_UNSUPPORTED: <Grasp> _skipIf='n := 1': an assignment (:=) has no "
+     "counterpart in the expression language"),
     ('    <Grsp object_id="cup"/>',
      "tree.xml:3:5: error XML_UNKNOWN_NODE: <Grsp> is neither a supported BehaviorTree.CPP node "
      "nor a registered skill or node type (looked for 'Grsp' / 'grsp'); did you mean 'grasp'?"),

@@ -14,6 +14,7 @@ from harness_bt.authoring.loader import export_btcpp
 from harness_bt.authoring.model import TaskSpec
 from harness_bt.authoring.readers.btcpp import DEFAULT_BUDGET, SUPPORTED, read_btcpp
 from harness_bt.authoring.readers.btcpp.chart import format_transitions, parse_transitions
+from harness_bt.authoring.readers.btcpp.peer import model_id
 from harness_bt.authoring.registries import Registries
 from harness_bt.cli import main
 from harness_bt.nodes.registry import NodeRegistry
@@ -92,19 +93,19 @@ def test_the_file_is_what_groot2_opens(tmp_path: Path) -> None:
     (model,) = root.findall("TreeNodesModel")
     declared = {el.get("ID"): el for el in model}
     registries = Registries.installed()
-    assert set(NodeRegistry(entry_points=True).names()) <= set(declared)
+    assert {model_id(n) for n in NodeRegistry(entry_points=True).names()} <= set(declared)
     assert registries.skills is not None
-    assert set(registries.skills.names()) <= set(declared)
+    assert {model_id(n) for n in registries.skills.names()} <= set(declared)
     # every element in a tree is a BehaviorTree.CPP node or one the model declares
     used = {el.tag for bt in root.findall("BehaviorTree") for el in bt.iter()} - {"BehaviorTree"}
-    assert used <= set(SUPPORTED) | set(declared)
+    assert used <= set(SUPPORTED) | set(declared) | {"Script"}  # (the parameters)
     # ports carry a direction, a type and a description
-    observe = {p.get("name"): p for p in declared["observe"]}
+    observe = {p.get("name"): p for p in declared["Observe"]}
     assert observe["objects"].tag == "input_port"
     assert observe["objects"].get("type") == "std::vector<std::string>"
     assert "a list: a;b;c" in (observe["objects"].text or "")
     assert observe["record"].tag == "output_port"
-    grasp = {p.get("name"): p for p in declared["grasp"]}
+    grasp = {p.get("name"): p for p in declared["Grasp"]}
     assert grasp["object_id"].tag == "input_port" and grasp["output"].tag == "output_port"
     assert grasp["speed_mps"].get("default") == "0.12"
     assert declared["Phase"].tag == "Decorator" and declared["Task"].tag == "Control"
@@ -126,8 +127,8 @@ def test_a_changed_included_tree_is_reported_and_the_included_one_used(tmp_path:
                                                                       ) -> None:
     out = tmp_path / "pick_cube.xml"
     text = export_btcpp(TREES / "pick_cube.yaml", out_dir=tmp_path)
-    out.write_text(text.replace('<recover name="approach_or_back_off" budget="3">',
-                                '<recover name="approach_or_back_off" budget="2">'))
+    out.write_text(text.replace('<Recover name="approach_or_back_off" budget="3">',
+                                '<Recover name="approach_or_back_off" budget="2">'))
     back = load_spec(out)  # loads, with a warning
     warnings = [str(p) for p in check_file(out).report.problems]
     assert len(warnings) == 1
@@ -167,7 +168,7 @@ def test_a_malformed_transition_in_a_file_points_at_its_line(tmp_path: Path) -> 
         "succeeded -&gt; approach", "succeeded approach"))
     with pytest.raises(SpecError) as err:
         load_spec(out)
-    assert f"{out}:5:7: error XML_ATTRIBUTE: <Phase id='observe'> transitions: " \
+    assert f"{out}:6:7: error XML_ATTRIBUTE: <Phase id='observe'> transitions: " \
            "'succeeded approach' has no '->'" in str(err.value)
 
 

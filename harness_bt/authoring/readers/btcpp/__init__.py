@@ -40,9 +40,11 @@ __all__ = ["DEFAULT_BUDGET", "SUPPORTED", "read_btcpp", "task_document"]
 
 
 def read_btcpp(path: str | os.PathLike[str], registries: Registries, *,
-               text: str | None = None) -> tuple[Document, list[Problem]]:
+               text: str | None = None, palette: dict[str, Any] | None = None
+               ) -> tuple[Document, list[Problem]]:
     """Read a BehaviorTree.CPP v4 XML file as a library document: ``subtrees`` holds one tree
-    per ``<BehaviorTree ID>``, with the mark of every element."""
+    per ``<BehaviorTree ID>``, with the mark of every element; ``palette``: the user's node
+    IDs bound to skills (:func:`~harness_bt.authoring.readers.btcpp.bindings.read_palette`)."""
     name = str(path)
     doc = Document(name, None, path=Path(path), format="xml")
     if text is None:
@@ -55,7 +57,7 @@ def read_btcpp(path: str | os.PathLike[str], registries: Registries, *,
     if root is None:
         return doc, problems or [Problem("XML_SYNTAX", "the file holds no XML element", name,
                                          fix="write <root BTCPP_format=\"4\">...</root>")]
-    reader = TreeReader(doc, registries)
+    reader = TreeReader(doc, registries, palette=dict(palette or {}))
     doc.data = reader.read(root)
     return doc, problems + reader.problems
 
@@ -86,7 +88,12 @@ def task_document(xml: Document, *, tree: str | None = None, name: str | None = 
     trees = list(data.get("subtrees", {}))
     main = tree or data.get("metadata", {}).get("main_tree_to_execute") or (
         trees[0] if len(trees) == 1 else None)
-    if main is None or main not in trees:
+    if main is None:
+        raise DefinitionError(
+            "NO_MAIN_TREE", f"{xml.file}: the file names no main tree: it has no "
+            f"main_tree_to_execute and holds {len(trees)} trees ({', '.join(trees) or 'none'})",
+            fix="set main_tree_to_execute=\"<ID>\" on <root>, or pass --tree <ID>")
+    if main not in trees:
         raise DefinitionError(
             "UNKNOWN_SUBTREE", f"{xml.file}: which tree to run? {main!r} is not one of "
             f"{', '.join(trees) or '(none)'}", fix="pass --tree <ID> (or set "

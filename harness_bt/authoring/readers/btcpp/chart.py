@@ -201,6 +201,8 @@ def read_task(el: Element, reader: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     reader.doc.marks[()] = reader.mark(el)
     for attr, text in el.attrs.items():
+        if attr.startswith("_") or text.strip() == "{" + attr + "}":
+            continue  # BT.CPP's own attributes; a parameter's main-tree blackboard entry
         spec = TASK_PORTS.get(attr)
         if spec is None:
             reader.problem("XML_ATTRIBUTE", f"<Task> has no port {attr!r}; its ports: "
@@ -217,7 +219,8 @@ def read_task(el: Element, reader: Any) -> dict[str, Any]:
             out.setdefault("budget", {})[attr] = value
         else:
             out[attr] = value
-    phases = [read_chart(c, reader, ("phases", i)) for i, c in enumerate(el.children)]
+    kids = el.children[1:] if el.children and el.children[0].tag == "Script" else el.children
+    phases = [read_chart(c, reader, ("phases", i)) for i, c in enumerate(kids)]
     out["phases"] = [p for p in phases if p is not None]
     return out
 
@@ -226,7 +229,8 @@ def _subtree_refs(el: Element, counts: dict[str, int]) -> dict[str, int]:
     if el.tag == "SubTree" and "ID" in el.attrs:
         counts[el.attrs["ID"]] = counts.get(el.attrs["ID"], 0) + 1
     for kid in el.children:
-        _subtree_refs(kid, counts)
+        if kid.tag != "TreeNodesModel":  # (its <SubTree> entries are models, not uses)
+            _subtree_refs(kid, counts)
     return counts
 
 

@@ -31,8 +31,44 @@ def snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
+_ENTITY = re.compile(r"&(?:[A-Za-z_][\w.-]*|#[0-9]+|#x[0-9A-Fa-f]+);")
+
+
+def lenient(text: str) -> str:
+    """``text`` with what BT.CPP's parser (tinyxml2) accepts in an attribute value and XML
+    does not escaped: a bare ``&`` (``a && b``) and ``<`` (``a < b``)."""
+    out: list[str] = []
+    quote, in_tag, i = "", False, 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif c == "<":
+                c = "&lt;"
+            elif c == "&" and not _ENTITY.match(text, i):
+                c = "&amp;"
+        elif in_tag:
+            if c in "'\"":
+                quote = c
+            elif c == ">":
+                in_tag = False
+        elif c == "<":
+            if text.startswith("<!--", i):  # a comment is copied as it is
+                end = text.find("-->", i)
+                end = len(text) if end < 0 else end + 3
+                out.append(text[i:end])
+                i = end
+                continue
+            in_tag = True
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def parse_xml(text: str, file: str) -> tuple[Element | None, list[Problem]]:
     """The document element of ``text`` (None, with the problem, when it is not XML)."""
+    text = lenient(text)
     parser = expat.ParserCreate()
     root: list[Element] = []
     stack: list[Element] = []

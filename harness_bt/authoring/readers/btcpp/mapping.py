@@ -13,6 +13,13 @@ from typing import Any
 
 from harness_bt.authoring.readers.btcpp.chart import inline_phase_trees, read_task
 from harness_bt.authoring.readers.btcpp.elements import Element, snake
+from harness_bt.authoring.readers.btcpp.names import name_subtree_uses
+from harness_bt.authoring.readers.btcpp.script import (
+    SCRIPT_TAGS,
+    read_conditions,
+    read_script,
+    wrap_conditions,
+)
 from harness_bt.authoring.registries import Registries
 from harness_bt.plugins import did_you_mean
 from harness_bt.problems import Problem
@@ -30,9 +37,6 @@ _LEAVES = ("AlwaysSuccess", "AlwaysFailure", "Sleep", "SubTree")
 #: Every BehaviorTree.CPP tag the importer maps (other tags must name a skill or node type).
 SUPPORTED = (*_CONTROLS, "Parallel", "ParallelAll", *_DECORATORS, *_LEAVES)
 _UNSUPPORTED = {
-    "Script": "scripts are code; write the condition as a wait_for 'when' expression or a "
-              "transition guard",
-    "ScriptCondition": "scripts are code; use a check / wait_for node or a guard",
     "SetBlackboard": "set the value in the task's 'blackboard:' defaults or a subtree's "
                      "'values'",
     "UnsetBlackboard": "blackboard keys are not removed by trees here",
@@ -47,8 +51,6 @@ _UNSUPPORTED = {
     "ManualSelector": "not supported", "EntryUpdated": "not supported",
     "SubTreePlus": "use SubTree with _autoremap (BehaviorTree.CPP v4)",
 }
-_SCRIPT_ATTRS = ("_skipIf", "_successIf", "_failureIf", "_while", "_onSuccess", "_onFailure",
-                 "_onHalted", "_post")
 _REF = re.compile(r"^\{(?P<key>[^{}]*)\}$")
 
 
@@ -59,6 +61,8 @@ class TreeReader:
     doc: Document
     registries: Registries
     problems: list[Problem] = field(default_factory=list)
+    #: the user's node IDs bound to skills (:mod:`~harness_bt.authoring.readers.btcpp.bindings`)
+    palette: dict[str, Any] = field(default_factory=dict)
 
     def mark(self, el: Element) -> Mark:
         return Mark(self.doc.file, el.line, el.column)
@@ -167,15 +171,24 @@ class TreeReader:
         tag = el.tag
         if tag in ("Action", "Condition", "Control", "Decorator") and "ID" in el.attrs:
             tag = el.attrs["ID"]  # the BehaviorTree.CPP v3 spelling
-        for attr in el.attrs:
-            if attr in _SCRIPT_ATTRS:
-                self.problem("XML_UNSUPPORTED", f"<{tag}> attribute {attr} (a pre/post "
-                             "condition script) is not supported", el,
-                             "express the condition with a check node or a guard", path)
+        conditions = self.conditions(el, tag, path)
+        if conditions is None:
+            return None
+        out = self.element(el, tag, path)
+        return wrap_conditions(out, conditions) if out is not None and conditions else out
+
+    def conditions(self, el: Element, tag: str, path: DocPath) -> dict[str, str] | None:
+        """The element's pre-conditions as expressions (None, with a problem, when one has
+        no counterpart): :func:`~harness_bt.authoring.readers.btcpp.script.read_conditions`."""
+        return read_conditions(self, el, tag, path)
+
+    def element(self, el: Element, tag: str, path: DocPath) -> dict[str, Any] | None:
+        if tag in SCRIPT_TAGS:
+            return read_script(self, el, tag, path)
         if tag in _CONTROLS:
             kind, memory = _CONTROLS[tag]
-            return {"type": kind, "name": self.name(el, snake(tag)), "memory": memory,
-                    "children": self.children(el, path)}
+            return {"type": kind, "name": self.name(el, snake(tag)),  # memory: the default
+                    **({} if memory else {"memory": False}), "children": self.children(el, path)}
         if tag in ("Parallel", "ParallelAll"):
             return self.parallel(el, tag, path)
         if tag in _DECORATORS:
@@ -260,14 +273,19 @@ class TreeReader:
         remap: dict[str, str] = {}
         values: dict[str, Any] = {}
         autoremap = False
+        passed = set(el.attrs.get("_values", "").split(";"))  # inputs given by name
         for attr, text in el.attrs.items():
             if attr in ("ID", "name"):
                 continue
             if attr == "_autoremap":
                 autoremap = text.strip().lower() in ("true", "1")
                 continue
+            if not attr[:1].isalpha():  # BT.CPP's own (_fullpath, _uid, conditions)
+                continue
             m = _REF.match(text.strip())
-            if m is not None:
+            if m is not None and attr in passed:
+                values[attr] = text.strip()
+            elif m is not None:
                 remap[attr] = attr if m["key"] in ("=", "") else m["key"]
             else:
                 values[attr] = self.value(text, "any")
@@ -280,6 +298,9 @@ class TreeReader:
         return out
 
     def leaf(self, el: Element, tag: str, path: DocPath) -> dict[str, Any] | None:
+        binding = self.palette.get(tag)
+        if binding is not None:  # a user's own node, bound to a skill
+            return self.skill_leaf(binding.apply(el), binding.skill, path)
         skills = self.registries.skills if self.registries.skills is not None \
             else SkillRegistry()
         nodes = self.registries.nodes
@@ -294,8 +315,9 @@ class TreeReader:
         self.problem("XML_UNKNOWN_NODE", f"<{tag}> is neither a supported BehaviorTree.CPP node "
                      "nor a registered skill or node type (looked for "
                      f"{' / '.join(map(repr, candidates))}){did_you_mean(snake(tag), known)}",
-                     el, f"register a skill or node type named {snake(tag)!r}, or replace the "
-                     f"node; supported tags: {', '.join(SUPPORTED)}", path)
+                     el, f"register a skill or node type named {snake(tag)!r}, bind it to a "
+                     "skill with import-xml --palette, or replace the node; supported tags: "
+                     f"{', '.join(SUPPORTED)}", path)
         return None
 
     def skill_leaf(self, el: Element, skill: str, path: DocPath) -> dict[str, Any]:
@@ -325,6 +347,9 @@ class TreeReader:
                 except ValueError as exc:
                     self.problem("XML_ATTRIBUTE", f"<{el.tag}> {attr}: {exc}", el,
                                  f"write a {port.type}", path)
+                continue
+            if m is not None and attr in el.attrs.get("_params", "").split(";"):
+                params[attr] = text.strip()  # a parameter placeholder (export-xml's hint)
                 continue
             if m is not None:
                 inputs[attr] = attr if m["key"] in ("=", "") else m["key"]
@@ -379,7 +404,8 @@ class TreeReader:
                 continue
             if m is not None:  # a value port: a parameter or a subtree input, used as is
                 kind = port.type if port is not None else "any"
-                out[attr] = [text.strip()] if kind == "list" else text.strip()
+                whole = attr in el.attrs.get("_whole", "").split(";")
+                out[attr] = [text.strip()] if kind == "list" and not whole else text.strip()
                 continue
             try:
                 out[attr] = self.value(text, port.type if port is not None else "any")
@@ -402,7 +428,9 @@ class TreeReader:
         if fmt != "4":
             self.problem("XML_FORMAT", f"BTCPP_format={fmt!r}: only format 4 is read", root,
                          "convert the file to BehaviorTree.CPP v4 (Groot2 does)")
-        main = root.attrs.get("main_tree_to_execute")
+        main = root.attrs.get("main_tree_to_execute") or next(  # BT.CPP's WriteTreeToXML
+            (el.attrs.get("ID") for el in root.children if el.tag == "BehaviorTree"
+             and el.attrs.get("_fullpath") == ""), None)  # marks the main tree so
         for el in root.children:
             if el.tag == "BehaviorTree":
                 tree_id = el.attrs.get("ID")
@@ -433,6 +461,7 @@ class TreeReader:
             elif el.tag != "TreeNodesModel":
                 self.problem("XML_UNSUPPORTED", f"<{el.tag}> is not supported under <root>", el,
                              "keep <BehaviorTree>, <include> and <TreeNodesModel> there")
+        name_subtree_uses(data["subtrees"])
         if "task" in data:
             inline_phase_trees(data["task"], data["subtrees"], root, self.doc)
         if main:

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from harness_bt.authoring.readers.btcpp.chart import TASK_PORTS
 from harness_bt.authoring.readers.btcpp.elements import Element
 from harness_bt.authoring.readers.btcpp.mapping import TreeReader
+from harness_bt.authoring.readers.btcpp.peer import CPP_TYPES, model_id, port_allowed, real_default
 from harness_bt.authoring.registries import Registries
 from harness_bt.nodes.base import NodeManifest
 
@@ -30,9 +31,7 @@ SKILL_PORTS = {
     "handover": ("input_port", "bool", "leave the command running for a later phase"),
     "no_progress_s": ("input_port", "float", "seconds without progress before it fails"),
 }
-_CPP = {"str": "std::string", "int": "int", "float": "double", "bool": "bool",
-        "list": "std::vector<std::string>", "dict": "std::map<std::string,std::string>",
-        "expr": "std::string", "any": "std::string", "json": "std::string"}
+_CPP = CPP_TYPES
 _KIND = {"composite": "Control", "decorator": "Decorator", "condition": "Condition"}
 
 
@@ -45,11 +44,22 @@ def port_syntax(kind: str) -> str:
 def _port(direction: str, name: str, kind: str, description: str,
           default: Any = None, cpp: str | None = None) -> Element:
     attrs = {"name": name, "type": cpp or _CPP.get(kind, "std::string")}
-    if default is not None and not isinstance(default, list | dict):
-        attrs["default"] = str(default).lower() if isinstance(default, bool) else str(default)
+    if real_default(default):
+        attrs["default"] = _default_text(default)
     syntax = port_syntax(kind)
     text = "; ".join(t for t in (description, syntax) if t)
     return Element(direction, attrs, 0, 0, text=text)
+
+
+def _default_text(value: Any) -> str:
+    """A default in BT.CPP's own text: ``true``, ``0.5``, ``a;b``, ``key:value;key:value``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ";".join(_default_text(v) for v in value)
+    if isinstance(value, dict):
+        return ";".join(f"{k}:{_default_text(v)}" for k, v in value.items())
+    return str(value)
 
 
 def _cpp_type(annotation: Any) -> str:
@@ -81,9 +91,9 @@ def _node_type(manifest: NodeManifest) -> Element:
         tag = "Decorator" if len(branches) == 1 and branches[0].type == "tree" else "Control"
     elif tag in ("Control", "Decorator"):
         tag = "Action"
-    el = Element(tag, {"ID": manifest.type_name}, 0, 0)
+    el = Element(tag, {"ID": model_id(manifest.type_name)}, 0, 0)
     for p in manifest.ports:
-        if p.type in ("tree", "trees"):
+        if p.type in ("tree", "trees") or not port_allowed(p.name):
             continue
         direction = "output_port" if p.blackboard == "write" else "input_port"
         el.children.append(_port(direction, p.name, p.type, p.description, p.default))
@@ -100,9 +110,11 @@ def _describe(el: Element, text: str) -> None:
 
 
 def _skill(name: str, skill: Any) -> Element:
-    el = Element("Action", {"ID": name}, 0, 0)
+    el = Element("Action", {"ID": model_id(name)}, 0, 0)
     model: type[BaseModel] = skill.params_model
     for field_name, info in model.model_fields.items():
+        if not port_allowed(field_name):
+            continue
         default = None if info.is_required() else info.default
         text = "; ".join(t for t in (info.description or "", _bounds(info),
                                      "" if default is not None else "required") if t)
@@ -114,12 +126,16 @@ def _skill(name: str, skill: Any) -> Element:
     return el
 
 
-def _chart() -> list[Element]:
+def _chart(params: list[str]) -> list[Element]:
     trans = ("transitions", "list", "event -> target; ... (qualified: event [reason=X] "
              "[guard=G] [when=EXPR] -> target), tried in order")
     task = Element("Control", {"ID": "Task"}, 0, 0)
     for name, (kind, text) in TASK_PORTS.items():
-        task.children.append(_port("input_port", name, kind, text))
+        if port_allowed(name):  # `name` is BT.CPP's instance name: the task's name there
+            task.children.append(_port("input_port", name, kind, text))
+    for name in params:  # each read from the main tree's blackboard, where it is set
+        task.children.append(_port("input_port", name, "str", f"the task parameter {name} "
+                                   "(a main-tree blackboard entry)"))
     rows: list[tuple[str, str, list[tuple[str, str, str]]]] = [
         ("Decorator", "Phase", [("id", "str", "the phase id"), trans]),
         ("Control", "CompoundPhase", [("id", "str", "the phase id"),
@@ -141,16 +157,22 @@ def _chart() -> list[Element]:
     return out
 
 
-def tree_nodes_model(registries: Registries) -> Element:
+def tree_nodes_model(registries: Registries, *, params: list[str] | None = None,
+                     subtrees: dict[str, list[str]] | None = None) -> Element:
     """The ``<TreeNodesModel>`` element for these registries: one model per node type and
     skill (``<Action ID="grasp">``), its ports (``<input_port name type default>`` with the
     description as text) and its description (``<MetadataFields>``)."""
     model = Element("TreeNodesModel", {}, 0, 0)
-    model.children.extend(_chart())
+    model.children.extend(_chart(params or []))
     for _, nt in sorted(registries.nodes.items()):
         model.children.append(_node_type(nt.manifest))
     skills = registries.skills
     if skills is not None:
         for name in sorted(skills.names()):
             model.children.append(_skill(name, skills.get(name)))
+    for tree_id, ports in (subtrees or {}).items():  # BT.CPP's own model of a <SubTree>
+        el = Element("SubTree", {"ID": tree_id}, 0, 0)
+        for port in ports:
+            el.children.append(_port("inout_port", port, "str", "a subtree port"))
+        model.children.append(el)
     return model

@@ -21,11 +21,14 @@ import re
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from harness_bt.authoring.readers.btcpp.chart import format_transitions
+from harness_bt.authoring.readers.btcpp.chart import TASK_PORTS, format_transitions
 from harness_bt.authoring.readers.btcpp.elements import Element
 from harness_bt.authoring.readers.btcpp.mapping import TreeReader
 from harness_bt.authoring.readers.btcpp.palette import SKILL_PORTS, tree_nodes_model
+from harness_bt.authoring.readers.btcpp.peer import check_tree_ids, model_id, port_allowed
+from harness_bt.authoring.readers.btcpp.script import parameters_script
 from harness_bt.authoring.registries import Registries
+from harness_bt.errors import DefinitionError
 from harness_bt.source import Document
 
 __all__ = ["export_xml"]
@@ -49,10 +52,14 @@ class _Writer:
     def __init__(self, registries: Registries) -> None:
         self.registries = registries
         self.reader = TreeReader(Document("<export>", None, format="xml"), registries)
+        #: the ports each <SubTree ID> is given somewhere (its BT.CPP model)
+        self.subtree_ports: dict[str, set[str]] = {}
 
-    def text(self, value: Any, kind: str) -> str:
+    def text(self, value: Any, kind: str, *, whole: bool = True) -> str:
         """An attribute's text for ``value``: plain when it reads back the same, else
-        ``json:``."""
+        ``json:``. ``whole``: the text is the whole attribute, which BT.CPP reads as a
+        blackboard key when it is ``{...}`` (as ``{a};{b}`` would be: the key ``a};{b``):
+        only a list of one ``{key}`` may be written so."""
         if isinstance(value, bool):
             text = "true" if value else "false"
         elif isinstance(value, int | float):
@@ -60,13 +67,15 @@ class _Writer:
         elif isinstance(value, str):
             text = value
         elif isinstance(value, list) and all(_scalar(v) for v in value):
-            text = ";".join(self.text(v, "any") for v in value)
+            text = ";".join(self.text(v, "any", whole=False) for v in value)
         elif isinstance(value, dict) and all(_scalar(v) for v in value.values()):
-            text = ";".join(f"{k}:{self.text(v, 'any')}" for k, v in value.items())
+            text = ";".join(f"{k}:{self.text(v, 'any', whole=False)}" for k, v in value.items())
         else:
             text = str(value)
+        pointer = whole and text.strip().startswith("{") and text.strip().endswith("}")
         try:
-            if _same(self.reader.value(text, kind), value):
+            if _same(self.reader.value(text, kind), value) and (
+                    not pointer or (kind == "list" and _REF.match(text))):
                 return text
         except (ValueError, json.JSONDecodeError):
             pass
@@ -97,9 +106,17 @@ class _Writer:
             attrs["name"] = tree["name"]
         for k, v in (tree.get("remap") or {}).items():
             attrs[k] = "{" + v + "}"
+        passed = []
         for k, v in (tree.get("values") or {}).items():
-            attrs[k] = self.text(v, "any") if not (isinstance(v, str) and _REF.match(v)) \
-                else "json:" + json.dumps(v)
+            if isinstance(v, str) and _REF.match(v):  # an input given by name: BT.CPP's remap
+                attrs[k] = v
+                passed.append(k)
+            else:
+                attrs[k] = self.text(v, "any")
+        if passed:  # (BT.CPP ignores '_' attributes; the importer reads these as values)
+            attrs["_values"] = ";".join(passed)
+        self.subtree_ports.setdefault(tree["subtree"], set()).update(
+            k for k in attrs if k[:1].isalpha() and k not in ("ID", "name"))
         if tree.get("autoremap", True):
             attrs["_autoremap"] = "true"
         return Element("SubTree", attrs, 0, 0)
@@ -148,23 +165,33 @@ class _Writer:
         if isinstance(tree.get("name"), str):
             attrs["name"] = tree["name"]
         model = skills.get(skill).params_model
+        placeholders = []
         for k, v in (tree.get("params") or {}).items():
             info = model.model_fields.get(k)
             kind = self.reader.field_kind(info.annotation) if info is not None else "any"
-            attrs[k] = self.text(v, kind)
+            if isinstance(v, str) and _REF.match(v):  # a parameter: BT.CPP reads that key
+                attrs[k] = v
+                placeholders.append(k)
+            else:
+                attrs[k] = self.text(v, kind)
         for k, v in (tree.get("inputs") or {}).items():
             attrs[k] = "{" + v + "}"
         for k in SKILL_PORTS:
-            if k in tree:
+            if k in tree and k in ("output", "snapshot") and isinstance(tree[k], str):
+                attrs[k] = "{" + tree[k] + "}"
+            elif k in tree:
                 attrs[k] = self.text(tree[k], SKILL_PORTS[k][1])
-        return Element(skill, attrs, 0, 0)
+        if placeholders:  # (BT.CPP ignores '_' attributes; the importer reads these as params)
+            attrs["_params"] = ";".join(placeholders)
+        return Element(model_id(skill), attrs, 0, 0)
 
     def _generic(self, tree: dict[str, Any]) -> Element:
         kind = tree.get("type") or ("skill_action" if "skill" in tree else "")
         if kind not in self.registries.nodes:
             return Element(str(kind or "unknown"), {}, 0, 0)
         manifest = self.registries.nodes.get(kind).manifest
-        el = Element(kind, {}, 0, 0)
+        el = Element(model_id(kind), {}, 0, 0)
+        whole = []
         for key, value in tree.items():
             port = manifest.port(key)
             if key == "name":
@@ -178,9 +205,13 @@ class _Writer:
             elif port.blackboard in ("read", "write") and isinstance(value, str):
                 el.attrs[key] = "{" + value + "}"
             elif isinstance(value, str) and _REF.match(value):  # the whole value: {name}
-                el.attrs[key] = value if port.type != "list" else "json:" + json.dumps(value)
+                el.attrs[key] = value
+                if port.type == "list":  # (not the list of that one item)
+                    whole.append(key)
             else:
                 el.attrs[key] = self.text(value, port.type)
+        if whole:
+            el.attrs["_whole"] = ";".join(whole)
         return el
 
 
@@ -248,10 +279,24 @@ def export_xml(data: dict[str, Any], registries: Registries, *,
     for key in ("params", "blackboard", "guards", "metadata"):
         if data.get(key):
             task.attrs[key] = writer.text(data[key], "dict")
-    task.children = [phase(p) for p in data["phases"]]
+    params = dict(data.get("params") or {})
+    script = parameters_script(params, data["name"])
+    for key in params:
+        if key in TASK_PORTS or not port_allowed(key):
+            raise DefinitionError(
+                "XML_PARAMETER", f"task {data['name']!r}: the parameter {key!r} cannot be a "
+                "port of <Task> in BehaviorTree.CPP (a task field or a reserved name)",
+                fix="rename the parameter")
+        task.attrs[key] = "{" + key + "}"
+    task.children = [*script, *(phase(p) for p in data["phases"])]
     main = Element("BehaviorTree", {"ID": main_id}, 0, 0, [task])
     for name, tree in subtrees.items():
         trees.append(Element("BehaviorTree", {"ID": name}, 0, 0, [writer.node(tree)]))
+    model = tree_nodes_model(registries, params=list(params), subtrees={
+        t.attrs["ID"]: sorted(writer.subtree_ports.get(t.attrs["ID"], ())) for t in trees})
+    check_tree_ids([main_id, *(t.attrs["ID"] for t in trees)],
+                   {m.attrs["ID"] for m in model.children if m.tag != "SubTree"},
+                   f"the export of task {data['name']!r}")
     root = Element("root", {"BTCPP_format": "4", "main_tree_to_execute": main_id}, 0, 0,
-                   [main, *trees, tree_nodes_model(registries)])
+                   [main, *trees, model])
     return "\n".join(['<?xml version="1.0" encoding="UTF-8"?>', *_xml(root)]) + "\n"
