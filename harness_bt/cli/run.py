@@ -274,7 +274,7 @@ def run(
     console_exit: bool = typer.Option(False, "--console-exit", help=CONSOLE_EXIT_HELP),
     console_paused: bool = typer.Option(False, "--console-paused", help=CONSOLE_PAUSED_HELP),
     instruction: str = typer.Option(None, "--instruction", help=plan.INSTRUCTION_HELP),
-    planner: str = typer.Option("templates", "--planner", help=plan.PLANNER_HELP),
+    planner: str = typer.Option("meaning", "--planner", help=plan.PLANNER_HELP),
     planner_url: str = typer.Option(None, "--planner-url", help=plan.URL_HELP),
     planner_model: str = typer.Option(None, "--planner-model", help=plan.MODEL_HELP),
     planner_timeout: float = typer.Option(30.0, "--planner-timeout", help=plan.TIMEOUT_HELP),

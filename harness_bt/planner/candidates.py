@@ -15,7 +15,7 @@ from harness_bt.planner.model import Candidate, SceneObject
 from harness_bt.planner.words import object_words
 from harness_bt.plugins import Registry
 from harness_bt.scene.load import check_scene, find_scene, scene_registry
-from harness_bt.scene.model import SceneSpec
+from harness_bt.scene.model import CONTAINERS, SceneSpec
 from harness_bt.spec import load_spec
 from harness_bt.spec.model import TaskSpec
 
@@ -32,7 +32,8 @@ def scene_objects(spec: SceneSpec) -> tuple[SceneObject, ...]:
         colour = obj.colour if isinstance(obj.colour, str) else None
         out.append(SceneObject(oid, obj.label or oid.replace("_", " "),
                                object_words(oid, label=obj.label or "", colour=colour,
-                                            shape=obj.shape)))
+                                            shape=obj.shape),
+                               colour, obj.shape, obj.group, obj.shape in CONTAINERS))
     return tuple(out)
 
 
