@@ -82,11 +82,13 @@ def example(
 from harness_bt.cli import discover as _discover  # noqa: E402
 from harness_bt.cli import eval as _eval  # noqa: E402
 from harness_bt.cli import export as _export  # noqa: E402
+from harness_bt.cli import init as _init  # noqa: E402
 from harness_bt.cli import run as _run  # noqa: E402
 from harness_bt.cli import spec as _spec  # noqa: E402
 from harness_bt.cli import viz as _viz  # noqa: E402
 
 app.command("validate")(_spec.validate)
+app.command("init")(_init.init)
 app.command("schema")(_spec.schema)
 app.command("import-xml")(_spec.import_xml)
 app.command("export-xml")(_spec.export_xml)

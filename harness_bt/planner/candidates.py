@@ -17,6 +17,7 @@ from harness_bt.plugins import Registry
 from harness_bt.scene.load import check_scene, find_scene, scene_registry
 from harness_bt.scene.model import CONTAINERS, SceneSpec
 from harness_bt.spec import load_spec
+from harness_bt.spec.locate import resolve_library
 from harness_bt.spec.model import TaskSpec
 
 __all__ = ["DEFAULT_LIBRARY", "candidate_of", "library_candidates", "scene_objects"]
@@ -75,12 +76,7 @@ def _is_task(path: Path) -> bool:
 def library_candidates(directory: str | os.PathLike[str] = DEFAULT_LIBRARY, *,
                        scenes: Registry[Any] | None = None) -> tuple[Candidate, ...]:
     """Every task document (``*.yaml``) of ``directory``, by name, as candidates."""
-    root = Path(directory)
-    if not root.is_dir():
-        raise DefinitionError("LIBRARY_NOT_FOUND", f"no task library at {str(root)!r}",
-                              where=str(root),
-                              fix="run from the project's directory (where trees/ is), or "
-                                  "pass --library DIR")
+    root = resolve_library(directory)  # as given, else the installed library
     registry = scenes if scenes is not None else scene_registry()
     files = sorted(p for p in root.glob("*.yaml") if _is_task(p))
     if not files:
