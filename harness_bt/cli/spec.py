@@ -56,13 +56,15 @@ def resolve_skills(ref: str | None) -> Any:
 
 
 def validate(
-    files: list[Path] = typer.Argument(..., help="Task files to check (YAML, JSON, "
-                                       "BehaviorTree.CPP XML or Python).", exists=False),
+    files: list[Path] = typer.Argument(..., help="Files to check: tasks (YAML, JSON, "
+                                       "BehaviorTree.CPP XML or Python), scenes and subtree "
+                                       "libraries (YAML, read as what they are).", exists=False),
     skills: str = typer.Option(None, "--skills", help=SKILLS_HELP),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
     set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
 ) -> None:
-    """Check task files: every problem at once, each with file:line:column and a fix (exit 1)."""
+    """Check task, scene and subtree-library files: every problem at once, each with
+    file:line:column and a fix (exit 1); a task's object names against its scene."""
     from harness_bt.spec.loader import check_file
 
     registry = resolve_skills(skills)

@@ -26,12 +26,17 @@ __all__ = ["Frame", "Mention", "Vocabulary", "parse"]
 _TOKEN = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}|-?(?:\d+(?:\.\d*)?|\.\d+)|[a-z]+(?:'[a-z]+)?")
 
 #: verbs that take an object somewhere (a destination or an offset)
-TRANSPORT = frozenset("""put place set drop move stack pile sort tidy clear gather collect store
-pop stick lay deposit bring carry transfer shift slide nudge push offset displace relocate stow
-load insert goes position rest stand shove""".split())
+TRANSPORT = frozenset({
+    "put", "place", "set", "drop", "move", "stack", "pile", "sort", "tidy", "clear",
+    "gather", "collect", "store", "pop", "stick", "lay", "deposit", "bring", "carry",
+    "transfer", "shift", "slide", "nudge", "push", "offset", "displace", "relocate",
+    "stow", "load", "insert", "goes", "position", "rest", "stand", "shove",
+})
 #: verbs that take an object up
-PICK = frozenset("""pick lift grab grasp take raise fetch get snatch seize retrieve hold keep
-try""".split())
+PICK = frozenset({
+    "pick", "lift", "grab", "grasp", "take", "raise", "fetch", "get", "snatch", "seize",
+    "retrieve", "hold", "keep", "try",
+})
 _FORMS = {"picked": "pick", "picking": "pick", "lifted": "lift", "grabbed": "grab",
           "placed": "place", "putting": "put", "moved": "move", "stacked": "stack",
           "holding": "hold", "held": "hold", "taken": "take", "took": "take",
@@ -41,11 +46,11 @@ _FORMS = {"picked": "pick", "picking": "pick", "lifted": "lift", "grabbed": "gra
 _PREPOSITIONS = {"in": "in", "into": "in", "inside": "in", "within": "in",
                  "on": "on", "onto": "on", "upon": "on", "atop": "on", "over": "on",
                  "to": "to"}
-_DETERMINERS = frozenset("the a an that this those these my your".split())
-_QUANTIFIERS = frozenset("every all each both".split())
+_DETERMINERS = frozenset(["the", "a", "an", "that", "this", "those", "these", "my", "your"])
+_QUANTIFIERS = frozenset(["every", "all", "each", "both"])
 _PRONOUNS = {"it": False, "them": True, "they": True}
 #: nouns any object answers to, and nouns that name a kind of object
-GENERIC = frozenset("object thing item piece".split())
+GENERIC = frozenset(["object", "thing", "item", "piece"])
 _NOUNS = {"block": "cube", "box": "cube", "bin": "container", "receptacle": "container",
           "basket": "container"}
 _UNITS = {"m": 1.0, "metre": 1.0, "meter": 1.0, "cm": 0.01, "centimetre": 0.01,
@@ -165,7 +170,7 @@ def _offset(tokens: list[str]) -> tuple[tuple[float, ...] | None, str | None]:
             directions.append((i, (-1.0, 0.0)))
     values = []
     for i in numbers:
-        unit = _UNITS.get(singular(tokens[i + 1]), None) if i + 1 < len(tokens) else None
+        unit = _UNITS.get(singular(tokens[i + 1])) if i + 1 < len(tokens) else None
         values.append(float(tokens[i]) * (unit if unit is not None else 1.0))
     if not directions:
         if 2 <= len(values) <= 3:
@@ -230,9 +235,8 @@ def parse(text: str, vocabulary: Vocabulary) -> Frame:
             prep, plural = None, False
             i = j
             continue
-        elif t not in _DETERMINERS and t not in ("of", "top", "up", "down"):
-            if t in verbs:
-                prep = None
+        elif t in verbs:  # a new clause: a preposition before the verb is not the object's
+            prep = None
         i += 1
     mentions = _resolve_pronouns(mentions, problems)
     offset, trouble = _offset(tokens)

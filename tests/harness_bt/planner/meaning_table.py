@@ -1,6 +1,7 @@
 """A held-out table of instructions for the meaning planner: how different people ask for the
 library's tasks (terse, polite, wordy; other verbs, prepositions, "the red one", "it",
-directions and units), written before the planner and not from the tasks' templates.
+directions and units), written before the planner and not from the tasks' templates. ``AFTER``: 25 more, written
+once the planner passed ``HELD_OUT`` and run once before any change (25 of 25 chose right).
 test_meaning.py checks every row; docs/planning.md quotes a few."""
 
 from __future__ import annotations
@@ -114,4 +115,42 @@ HELD_OUT: list[tuple[str, str, dict[str, Any]]] = [
     ("the green cube goes on top of the red cube", "stack",
      {"top": "green_cube", "bottom": "red_cube"}),
     ("put the blue cube in the green cube", "stack", {"top": "blue_cube", "bottom": "green_cube"}),
+]
+
+#: written after the planner passed HELD_OUT, and run once before any change to it
+AFTER: list[tuple[str, str, dict[str, Any]]] = [
+    ("please pick up the green cube", "pick", {"target": "green_cube"}),
+    ("yo, grab that blue block", "pick", {"target": "blue_cube"}),
+    ("lift the red one off the table please", "pick", {"target": "red_cube"}),
+    ("retrieve the green cube", "pick", {"target": "green_cube"}),
+    ("pick up the blue cube and just hold it there", "pick_cube", {"target": "blue_cube"}),
+    ("grab the green cube and keep it", "pick_cube", {"target": "green_cube"}),
+    ("lift the red cube and keep it held", "pick_cube", {"target": "red_cube"}),
+    ("put the green one into the tray", "pick_and_place",
+     {"target": "green_cube", "container": "tray"}),
+    ("place the lego brick in the tray please", "pick_and_place",
+     {"target": "lego", "container": "tray"}),
+    ("drop the yellow lego into the grey container", "pick_and_place",
+     {"target": "lego", "container": "tray"}),
+    ("stow the red cube in the tray", "pick_and_place",
+     {"target": "red_cube", "container": "tray"}),
+    ("bring the green cube over to the tray", "pick_and_place",
+     {"target": "green_cube", "container": "tray"}),
+    ("move the blue cube 4 cm to the right", "place_at",
+     {"target": "blue_cube", "offset": [0.0, -0.04]}),
+    ("slide the red cube back 5 cm", "place_at", {"target": "red_cube", "offset": [-0.05, 0.0]}),
+    ("shift the green block 0.06 m forward", "place_at",
+     {"target": "green_cube", "offset": [0.06, 0.0]}),
+    ("put all of the red cubes in the tray", "sort", {"container": "tray"}),
+    ("gather every red cube into the tray", "sort", {"container": "tray"}),
+    ("the red cubes go in the tray", "sort", {"container": "tray"}),
+    ("use the learned policy to pick up the red cube", "policy_pick", {"target": "red_cube"}),
+    ("pick the blue block with the policy", "policy_pick", {"target": "blue_cube"}),
+    ("try the green cube once with the policy", "policy_pick_alone", {"target": "green_cube"}),
+    ("let the policy have one try at the blue cube", "policy_pick_alone",
+     {"target": "blue_cube"}),
+    ("put the blue cube on top of the green cube", "stack",
+     {"top": "blue_cube", "bottom": "green_cube"}),
+    ("stack the green one on the blue one", "stack", {"top": "green_cube", "bottom": "blue_cube"}),
+    ("place red on top of blue", "stack", {"top": "red_cube", "bottom": "blue_cube"}),
 ]

@@ -14,7 +14,7 @@ from harness_bt.planner.meaning import MeaningPlanner, vocabulary
 from harness_bt.planner.model import Candidate, PlanRequest, RefusalCode
 from harness_bt.planner.parse import parse
 from tests.harness_bt.planner.library_table import TABLE
-from tests.harness_bt.planner.meaning_table import HELD_OUT
+from tests.harness_bt.planner.meaning_table import AFTER, HELD_OUT
 
 PLANNER = MeaningPlanner()
 
@@ -32,9 +32,9 @@ def test_every_held_out_phrasing_chooses_its_task_and_binding(
     assert decision.planner == "meaning"
 
 
-@pytest.mark.parametrize(("instruction", "task", "params"), TABLE,
-                         ids=[row[0] for row in TABLE])
-def test_the_templates_table_is_understood_by_meaning_too(
+@pytest.mark.parametrize(("instruction", "task", "params"), [*AFTER, *TABLE],
+                         ids=[row[0] for row in [*AFTER, *TABLE]])
+def test_later_phrasings_and_the_templates_table_are_understood_too(
         library: tuple[Candidate, ...], instruction: str, task: str,
         params: dict[str, object]) -> None:
     decision = PLANNER.plan(PlanRequest(instruction, library))
