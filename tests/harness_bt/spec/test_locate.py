@@ -72,3 +72,15 @@ def test_a_library_is_taken_as_given_else_from_the_installed_one(
     with pytest.raises(DefinitionError, match=r"LIBRARY_NOT_FOUND: no task library at "
                                               r"'nowhere' \(looked in .*nowhere, "):
         resolve_library("nowhere")
+
+
+def test_an_instruction_finds_the_default_library_from_any_folder(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    from harness_bt.cli import main
+
+    monkeypatch.chdir(tmp_path)  # no trees/ here: the planner reads the installed library
+    assert main(["eval", "--instruction", "put the cube in the tray"]) == 1
+    err = capfd.readouterr().err
+    assert "PLAN_AMBIGUOUS: planner 'meaning' gave no plan for 'put the cube in the tray'" in err
+    assert "pick_and_place (container=tray, target=green_cube)" in err
