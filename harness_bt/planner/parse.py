@@ -60,6 +60,7 @@ _DIRECTIONS = {"left": (0.0, 1.0), "right": (0.0, -1.0), "forward": (1.0, 0.0),
                "back": (-1.0, 0.0), "backward": (-1.0, 0.0), "backwards": (-1.0, 0.0),
                "closer": (-1.0, 0.0), "nearer": (-1.0, 0.0)}
 _TOWARDS = frozenset({"toward", "towards"})
+_NEGATIONS = frozenset({"not", "dont", "don't", "never", "nor"})
 _ROBOT = frozenset({"robot", "me", "base", "arm"})
 #: modifiers: words (or word pairs) that ask for a way of doing it
 _MODIFIERS: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -244,11 +245,22 @@ def parse(text: str, vocabulary: Vocabulary) -> Frame:
                 None)
     theme = next((m for m in mentions if m.prep is None and m is not slot), None)
     dest = next((m for m in mentions if m.prep is not None and m is not theme), None)
+    roles = [m for m in (theme, dest, slot) if m is not None]
     if theme is None and dest is not None and len([m for m in mentions if m is not slot]) == 1:
         theme, dest = replace(dest, prep=None), None  # "run the policy on the red cube"
-    extra = tuple(m for m in mentions if m not in (theme, dest, slot))
+    extra = tuple(m for m in mentions if not any(m is r for r in roles))
     if trouble and offset is None and slot is None:
         problems.append(trouble)
+    if extra and "{" not in text:
+        problems.append(f"it names more objects ({', '.join(m.text for m in mentions)}) than "
+                        "a task takes: ask for one task at a time, one object in each role")
+    negated = [t for t in tokens if t in _NEGATIONS]
+    if negated and not ({"dont", "don't"} & set(negated) and "hold" in modifiers
+                        and len(negated) == 1):
+        problems.append(f"a negation ({negated[0]!r}): say what to do, not what not to do")
+    if offset is None and trouble is None and dest is None and \
+            any(t in _DIRECTIONS for t in tokens):
+        problems.append("a direction but no distance: say how far (e.g. 10 cm to the left)")
     return Frame(verb, theme, dest, offset, slot.slot if slot else None, modifiers,
                  tuple(problems), extra)
 

@@ -104,6 +104,10 @@ def test_a_user_value_settles_an_open_object(library: tuple[Candidate, ...]) -> 
     ("make me a coffee", "no object of any scene is named"),
     ("push the red cube", "a verb of carrying, but no destination or offset"),
     ("put the red cube on the red cube", "red_cube cannot go on or in itself"),
+    ("don't pick up the red cube", "a negation (\"don't\"): say what to do"),
+    ("put the red cube in the tray and the green cube in the tray",
+     "it names more objects (red cube, tray, green cube, tray) than a task takes"),
+    ("move the red cube to the left", "a direction but no distance: say how far"),
 ])
 def test_a_refusal_says_why_and_lists_every_task(library: tuple[Candidate, ...],
                                                  instruction: str, reason: str) -> None:
