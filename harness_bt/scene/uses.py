@@ -25,11 +25,12 @@ from harness_bt.spec.expand import Expander
 from harness_bt.spec.expr import ExprError, compile_expr
 from harness_bt.spec.nodes import SKILL_TAG, SUBTREE_TAG, node_tag
 from harness_bt.spec.placeholders import PLACEHOLDER
-from harness_bt.spec.problems import Problem
+from harness_bt.spec.problems import Problem, Severity
 from harness_bt.spec.source import DocPath, Document, format_path
 from harness_bt.spec.validate.check import Checked
 
-__all__ = ["ObjectUse", "object_problems", "object_uses", "scene_object_problems"]
+__all__ = ["ObjectUse", "object_problems", "object_uses", "param_type_problems",
+           "scene_object_problems"]
 
 #: evaluator parameters that name objects (postconditions of ``evaluate``)
 _EVALUATOR_OBJECTS = ("object_id", "target", "target_id", "container", "support")
@@ -62,6 +63,8 @@ class _Collector(Expander):
 
     skills: Any = None
     found: list[ObjectUse]
+    #: keep names that are still ``{param}`` (the pass that checks parameters' types)
+    placeholders: bool = False
 
     def expand(self, tree: Any, doc: Document, path: DocPath, **kwargs: Any
                ) -> dict[str, Any] | None:
@@ -69,7 +72,8 @@ class _Collector(Expander):
         if isinstance(tree, dict) and tag not in (None, SUBTREE_TAG):
             kind = "skill_action" if tag == SKILL_TAG else str(tree.get("type"))
             for name, at, by in _names(kind, tree, self.skills):
-                if isinstance(name, str) and name and not PLACEHOLDER.search(name):
+                if isinstance(name, str) and name and (self.placeholders
+                                                        or not PLACEHOLDER.search(name)):
                     self.found.append(ObjectUse(name, f"{kind} {tree.get('name')!r} ({by})",
                                                 doc.where((*path, *at)),
                                                 format_path((*path, *at)),
@@ -176,6 +180,53 @@ def object_problems(checked: Checked, objects: list[str], scene: str) -> list[Pr
     return out
 
 
+def _written(spec: Any, path: DocPath) -> Any:
+    """The tree at ``path`` as the task wrote it (``{param}`` uses kept)."""
+    node = spec
+    for part in path:
+        node = node[part] if isinstance(part, int) or isinstance(node, dict) else \
+            getattr(node, str(part))
+    return node
+
+
+def param_type_problems(checked: Checked) -> list[Problem]:
+    """A warning for every task parameter used where an object is named (an ``observe``
+    list, a skill's object parameter, a subtree's input that reaches one) but not declared
+    ``type: object``: its values (``--set``, a planner's) are then not checked against the
+    scene."""
+    spec = checked.spec
+    if spec is None:
+        return []
+    collector = _Collector(checked.library, checked.registries.models,
+                           params={n: "{" + n + "}" for n in spec.params})
+    collector.skills = checked.registries.skills
+    collector.found = []
+    collector.placeholders = True
+    for path, value in checked.doc.walk():
+        if len(path) >= 2 and path[-1] == "tree" and "phases" in path and \
+                isinstance(value, dict):
+            try:
+                tree = _written(spec, path)
+            except (AttributeError, IndexError, KeyError, TypeError):
+                continue
+            collector.expand(tree, checked.doc, path)
+    out: list[Problem] = []
+    reported: set[str] = set()
+    for use in collector.found:
+        m = PLACEHOLDER.fullmatch(use.name)
+        decl = spec.params.get(m.group(1)) if m else None
+        if m is None or decl is None or decl.type == "object" or m.group(1) in reported:
+            continue
+        name = m.group(1)
+        reported.add(name)
+        out.append(Problem(
+            "PARAM_NOT_AN_OBJECT", f"parameter {name!r} is declared {decl.type} but names an "
+            f"object ({use.by} at {use.where}): its values are not checked against the scene",
+            checked.doc.where(("params", name), key=True), severity=Severity.WARNING,
+            fix=f"declare it '{name}: {{type: object, ...}}'", path=f"params.{name}"))
+    return out
+
+
 def scene_object_problems(checked: Checked, base: Path | None) -> list[Problem]:
     """:func:`object_problems` against the scene the checked task names (``base``: the task
     file's folder, for a scene given by a relative path); nothing when the scene does not load
@@ -192,4 +243,5 @@ def scene_object_problems(checked: Checked, base: Path | None) -> list[Problem]:
         return []
     if scene is None:
         return []
-    return object_problems(checked, list(scene.spec.objects), scene.name)
+    return [*object_problems(checked, list(scene.spec.objects), scene.name),
+            *param_type_problems(checked)]

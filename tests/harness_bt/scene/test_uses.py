@@ -78,3 +78,18 @@ def test_every_object_a_library_task_names_is_an_object_of_its_scene(name: str) 
     uses = object_uses(checked)
     assert len(uses) > 5  # the trees of steps.yaml are read through their uses
     assert {u.name for u in uses} <= set(scene.spec.objects)
+
+
+def test_a_parameter_naming_an_object_but_not_declared_one_is_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = pick_with(tmp_path, "target: {type: object, default: red_cube",
+                     "target: {type: string, default: red_cube")
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        f"{path}:13:3: warning PARAM_NOT_AN_OBJECT: parameter 'target' is declared string but "
+        f"names an object (observe 'find_target' (objects) at {path}:24:56): its values are "
+        "not checked against the scene (at params.target); fix: declare it 'target: {type: "
+        "object, ...}'",
+        f"{path}: OK (pick: 11 phases, 1 warning(s))"]
+    assert main(["validate", str(path), "--strict"]) == 1
