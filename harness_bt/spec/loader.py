@@ -22,6 +22,7 @@ from harness_bt.skill import SkillRegistry
 from harness_bt.spec.compile import compile_task, to_neutral
 from harness_bt.spec.dump import spec_to_data
 from harness_bt.spec.library import Library
+from harness_bt.spec.locate import find_include
 from harness_bt.spec.model import TaskSpec
 from harness_bt.spec.problems import Problem, Report, Severity, SpecError
 from harness_bt.spec.readers import read_document
@@ -264,8 +265,14 @@ def export_btcpp(path: PathLike, *, out_dir: PathLike | None = None,
     data = spec_to_data(checked.spec)
     if data.get("includes") and out_dir is not None:
         here = Path(path).resolve().parent
-        data["includes"] = [os.path.relpath(here / inc, Path(out_dir).resolve())
+        data["includes"] = [os.path.relpath(find_include(inc, here)[0] or here / inc,
+                                            Path(out_dir).resolve())
                             for inc in data["includes"]]
+    scene = data.get("scene")
+    if isinstance(scene, str) and out_dir is not None and \
+            ("/" in scene or scene.lower().endswith((".yaml", ".yml", ".json"))):
+        data["scene"] = os.path.relpath(Path(path).resolve().parent / scene,
+                                        Path(out_dir).resolve())  # a scene file stays found
     included = {name: sub.tree for name, sub in checked.library.subtrees.items()
                 if sub.doc is not checked.doc}
     return export_xml(data, checked.registries, included=included)

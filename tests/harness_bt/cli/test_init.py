@@ -40,3 +40,13 @@ def test_init_never_overwrites_and_writes_nothing_when_a_file_is_there(
            "overwrites a file" in err
     assert (tmp_path / "scene.yaml").read_text() == "mine\n"
     assert not (tmp_path / "task.yaml").exists()
+
+
+def test_the_starter_exported_to_xml_elsewhere_keeps_its_include_and_scene(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder, out = tmp_path / "project", tmp_path / "out"
+    assert main(["init", str(folder)]) == 0
+    assert main(["export-xml", str(folder / "task.yaml"), "-o", str(out / "task.xml")]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(out / "task.xml")]) == 0
+    assert capsys.readouterr().out == f"{out / 'task.xml'}: OK (starter_pick: 9 phases)\n"
