@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness_bt.authoring.locate import find_include
 from harness_bt.authoring.readers import read_document
 from harness_bt.authoring.registries import Registries
 from harness_bt.authoring.validate.structure import check_library
@@ -80,7 +81,8 @@ class Library:
         for i, item in enumerate(includes):
             if not isinstance(item, str):
                 continue  # the model reports it
-            target = (here / item).resolve()
+            found, looked = find_include(item, here)
+            target = found if found is not None else looked[0]
             where = doc.where(("includes", i))
             if target in stack or (doc.path is not None and target == doc.path.resolve()):
                 chain = " -> ".join(p.name for p in [*stack, target])
@@ -92,8 +94,9 @@ class Library:
                 continue  # included twice through different files: once is enough
             if not target.is_file():
                 report.add(Problem("INCLUDE_NOT_FOUND", f"included file {item!r} does not exist "
-                                   f"(looked for {target})", where,
-                                   fix="give a path relative to the including file",
+                                   f"(looked for {', '.join(map(str, looked))})", where,
+                                   fix="give a path relative to the including file, or the "
+                                       "name of a file of the installed task library",
                                    path=f"includes[{i}]"))
                 continue
             inc, problems = read_document(target, registries)

@@ -17,6 +17,7 @@ from typing import Any
 from harness_bt.authoring.compile import compile_task, to_neutral
 from harness_bt.authoring.dump import spec_to_data
 from harness_bt.authoring.library import Library
+from harness_bt.authoring.locate import find_include
 from harness_bt.authoring.model import TaskSpec
 from harness_bt.authoring.readers import read_document
 from harness_bt.authoring.readers.btcpp import read_btcpp, task_document
@@ -269,8 +270,14 @@ def export_btcpp(path: PathLike, *, out_dir: PathLike | None = None,
     data = spec_to_data(checked.spec)
     if data.get("includes") and out_dir is not None:
         here = Path(path).resolve().parent
-        data["includes"] = [os.path.relpath(here / inc, Path(out_dir).resolve())
+        data["includes"] = [os.path.relpath(find_include(inc, here)[0] or here / inc,
+                                            Path(out_dir).resolve())
                             for inc in data["includes"]]
+    scene = data.get("scene")
+    if isinstance(scene, str) and out_dir is not None and \
+            ("/" in scene or scene.lower().endswith((".yaml", ".yml", ".json"))):
+        data["scene"] = os.path.relpath(Path(path).resolve().parent / scene,
+                                        Path(out_dir).resolve())  # a scene file stays found
     included = {name: sub.tree for name, sub in checked.library.subtrees.items()
                 if sub.doc is not checked.doc}
     return export_xml(data, checked.registries, included=included)

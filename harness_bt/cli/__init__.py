@@ -83,10 +83,12 @@ from harness_bt.cli import discover as _discover  # noqa: E402
 from harness_bt.cli import documents as _documents  # noqa: E402
 from harness_bt.cli import eval as _eval  # noqa: E402
 from harness_bt.cli import export as _export  # noqa: E402
+from harness_bt.cli import init as _init  # noqa: E402
 from harness_bt.cli import run as _run  # noqa: E402
 from harness_bt.cli import viz as _viz  # noqa: E402
 
 app.command("validate")(_documents.validate)
+app.command("init")(_init.init)
 app.command("schema")(_documents.schema)
 app.command("import-xml")(_documents.import_xml)
 app.command("export-xml")(_documents.export_xml)

@@ -335,6 +335,9 @@ def scenes(
 
     registry = scene_registry(entry_points=False)
     registry.load(Group.SCENES, on_error=_warn)
+    if name is not None and name not in registry and _is_file(name):
+        _scene_file(name, as_json)
+        return
     if name is not None and name not in registry:
         _unknown("scene", name, registry.names(), registry.names(),
                  "name an installed scene (harness scenes lists them), or give a task the "
@@ -347,3 +350,31 @@ def scenes(
               [[e.name, ", ".join(o["id"] for o in e.objects()) or "(does not load)",
                 e.success_text(), str(e.source)] for e in entries],
               title=f"{len(entries)} scenes (harness scenes NAME describes one)")
+
+
+def _is_file(name: str) -> bool:
+    return "/" in name or name.lower().endswith((".yaml", ".yml", ".json"))
+
+
+def _scene_file(name: str, as_json: bool) -> None:
+    """``harness scenes FILE``: a scene document described like an installed scene, or every
+    problem it has (exit 1)."""
+    from pathlib import Path
+
+    from harness_bt.authoring.scenes import check_scene
+    from harness_bt.catalogue.entries import Source
+    from harness_bt.catalogue.scenes import SceneEntry
+    from harness_bt.scene import find_scene
+
+    path = find_scene(name)  # a missing file: SCENE_NOT_FOUND
+    scene, report = check_scene(path)
+    if scene is None:
+        for problem in report:
+            typer.echo(str(problem), err=True)
+        typer.echo(f"{name}: {len(report.errors)} error(s): not a valid scene", err=True)
+        raise typer.Exit(1)
+    entry = SceneEntry(scene.name, Source(f"file {Path(name)}"), str(path), scene.spec)
+    if as_json:
+        _echo_json(entry.to_dict())
+        return
+    _scene_detail(_Out(), entry)

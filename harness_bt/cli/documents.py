@@ -56,13 +56,15 @@ def resolve_skills(ref: str | None) -> Any:
 
 
 def validate(
-    files: list[Path] = typer.Argument(..., help="Task files to check (YAML, JSON, "
-                                       "BehaviorTree.CPP XML or Python).", exists=False),
+    files: list[Path] = typer.Argument(..., help="Files to check: tasks (YAML, JSON, "
+                                       "BehaviorTree.CPP XML or Python), scenes and subtree "
+                                       "libraries (YAML, read as what they are).", exists=False),
     skills: str = typer.Option(None, "--skills", help=SKILLS_HELP),
     strict: bool = typer.Option(False, "--strict", help="Treat warnings as errors."),
     set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
 ) -> None:
-    """Check task files: every problem at once, each with file:line:column and a fix (exit 1)."""
+    """Check task, scene and subtree-library files: every problem at once, each with
+    file:line:column and a fix (exit 1); a task's object names against its scene."""
     from harness_bt.authoring.loader import check_file
 
     registry = resolve_skills(skills)
@@ -70,6 +72,10 @@ def validate(
     out = Console(highlight=False, soft_wrap=True)
     failed = 0
     for path in files:
+        other = _other_kind(path, registry, values, out, strict)
+        if other is not None:  # a scene or a subtree library, checked as such
+            failed += other
+            continue
         checked = check_file(path, skills=registry, params=values)
         report = checked.report
         if report.ok and checked.spec is not None and checked.spec.scene:
@@ -92,9 +98,42 @@ def validate(
     raise typer.Exit(1 if failed else 0)
 
 
+def _other_kind(path: Path, registry: Any, values: dict[str, str], out: Console,
+                strict: bool) -> bool | None:
+    """A scene document or a subtree library, checked as what it is (None: a task); True
+    when it failed."""
+    from harness_bt.authoring.kinds import (
+        DocumentKind,
+        check_library_file,
+        check_scene_file,
+        document_kind,
+    )
+    from harness_bt.authoring.registries import Registries
+
+    kind = document_kind(path) if path.is_file() else DocumentKind.TASK
+    if kind is DocumentKind.TASK:
+        return None
+    if kind is DocumentKind.SCENE:
+        summary, report = check_scene_file(path, params=values)
+    else:
+        summary, report = check_library_file(path, Registries.installed(skills=registry))
+    for problem in report:
+        colour = "red" if problem.severity.value == "error" else "yellow"
+        out.print(str(problem), style=colour, markup=False)
+    if report.errors or (strict and report.warnings):
+        out.print(f"{path}: {len(report.errors)} error(s), {len(report.warnings)} warning(s) "
+                  f"(read as a {kind.value})", style="bold red", markup=False)
+        return True
+    out.print(f"{path}: OK ({summary}"
+              + (f", {len(report.warnings)} warning(s)" if report.warnings else "") + ")",
+              style="green", markup=False)
+    return False
+
+
 def _scene_problems(checked: Any, path: Path, given: dict[str, Any]) -> list[Any]:
     """The task against the scene it names: the scene loads with the task's values, and each
     object parameter names an object of it."""
+    from harness_bt.authoring.objects import scene_object_problems
     from harness_bt.authoring.scenes import task_scene_problems
 
     spec = checked.spec
@@ -102,8 +141,11 @@ def _scene_problems(checked: Any, path: Path, given: dict[str, Any]) -> list[Any
     for name in spec.params:
         where[name] = f"--set {name}" if name in given else \
             checked.doc.where(("params", name, "default"))
-    return task_scene_problems(spec.scene, path.parent, checked.params,
-                               {n: p.type for n, p in spec.params.items()}, where)
+    found = task_scene_problems(spec.scene, path.parent, checked.params,
+                                {n: p.type for n, p in spec.params.items()}, where)
+    if any(p.code == "UNKNOWN_OBJECT" for p in found):
+        return found  # a parameter names no object: its uses would say it again
+    return [*found, *scene_object_problems(checked, path.parent)]
 
 
 def schema(

@@ -143,7 +143,7 @@ def eval_(
     episode_fn: str = typer.Option(DEFAULT_EPISODE_FN, "--episode-fn", hidden=True,
                                    help="module:function a worker runs per episode (tests)."),
     instruction: str = typer.Option(None, "--instruction", help=plan.INSTRUCTION_HELP),
-    planner: str = typer.Option("templates", "--planner", help=plan.PLANNER_HELP),
+    planner: str = typer.Option("meaning", "--planner", help=plan.PLANNER_HELP),
     planner_url: str = typer.Option(None, "--planner-url", help=plan.URL_HELP),
     planner_model: str = typer.Option(None, "--planner-model", help=plan.MODEL_HELP),
     planner_timeout: float = typer.Option(30.0, "--planner-timeout", help=plan.TIMEOUT_HELP),

@@ -32,8 +32,10 @@ __all__ = ["DEFAULT_LIBRARY", "PlanArgs", "choose", "chosen", "decision_text", "
 
 INSTRUCTION_HELP = ("What to do, in words (instead of a TASK file): a planner chooses a task "
                     "of the library (--library) and its parameters (docs/planning.md).")
-PLANNER_HELP = ("The planner (harness_bt.planners): templates (the tasks' own phrasings, "
-                "no model) or openai (an OpenAI-compatible chat-completions endpoint).")
+PLANNER_HELP = ("The planner (harness_bt.planners): meaning (the instruction parsed into an "
+                "action and object roles, bound to every task and scene; no model), templates "
+                "(the tasks' own phrasings, no model) or openai (an OpenAI-compatible "
+                "chat-completions endpoint).")
 URL_HELP = (f"The model planner's endpoint, e.g. http://127.0.0.1:8000/v1 (default: "
             f"${URL_ENV}; the key comes from ${API_KEY_ENV} if set).")
 MODEL_HELP = "The model the endpoint serves (--planner openai)."
@@ -65,7 +67,7 @@ class PlanArgs:
     """The planner's options of a command line, and the run options planning changes."""
 
     instruction: str
-    planner: str = "templates"
+    planner: str = "meaning"
     url: str | None = None
     model: str | None = None
     timeout_s: float = 30.0

@@ -196,7 +196,7 @@ def run(
     foxglove: str = typer.Option(None, "--foxglove", help=FOXGLOVE_HELP),
     foxglove_wait: bool = typer.Option(False, "--foxglove-wait", help=FOXGLOVE_WAIT_HELP),
     instruction: str = typer.Option(None, "--instruction", help=plan.INSTRUCTION_HELP),
-    planner: str = typer.Option("templates", "--planner", help=plan.PLANNER_HELP),
+    planner: str = typer.Option("meaning", "--planner", help=plan.PLANNER_HELP),
     planner_url: str = typer.Option(None, "--planner-url", help=plan.URL_HELP),
     planner_model: str = typer.Option(None, "--planner-model", help=plan.MODEL_HELP),
     planner_timeout: float = typer.Option(30.0, "--planner-timeout", help=plan.TIMEOUT_HELP),
@@ -250,11 +250,12 @@ class RunRequest:
 
 def _run_file(task_file: Path, params: dict[str, Any], *, request: RunRequest,
               trace: Path | None, finish: Callable[[RunReport, LiveConsole | None], None],
+              seed: int | None = None,
               wrap: Callable[[RunWatch | None], RunWatch] | None = None) -> None:
-    """Run one task file (``harness run TASK``, or a planned run) as ``request`` says;
-    ``finish`` reports, inside the live console's lifetime; ``wrap`` wraps the run's watch
-    (the planner's)."""
-    r = request
+    """Run one task file (``harness run TASK``, or a planned run) as ``request`` says
+    (``seed``: a planned run's own first seed); ``finish`` reports, inside the live console's
+    lifetime; ``wrap`` wraps the run's watch (the planner's)."""
+    r = request if seed is None else dataclasses.replace(request, seed=seed)
     sim, runtime, journal, bridge, as_json = r.sim, r.runtime, r.journal, r.bridge, r.as_json
     task = load_task(task_file, params=params)
     extra: dict[str, object] = {}

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from harness_bt.authoring import load_spec
+from harness_bt.authoring.locate import resolve_library
 from harness_bt.authoring.model import TaskSpec
 from harness_bt.authoring.scenes import check_scene
 from harness_bt.errors import DefinitionError
@@ -18,7 +19,7 @@ from harness_bt.planner.model import Candidate, SceneObject
 from harness_bt.planner.words import object_words
 from harness_bt.plugins import Registry
 from harness_bt.scene import find_scene, scene_registry
-from harness_bt.scene.model import SceneSpec
+from harness_bt.scene.model import CONTAINERS, SceneSpec
 
 __all__ = ["DEFAULT_LIBRARY", "candidate_of", "library_candidates", "scene_objects"]
 
@@ -33,7 +34,8 @@ def scene_objects(spec: SceneSpec) -> tuple[SceneObject, ...]:
         colour = obj.colour if isinstance(obj.colour, str) else None
         out.append(SceneObject(oid, obj.label or oid.replace("_", " "),
                                object_words(oid, label=obj.label or "", colour=colour,
-                                            shape=obj.shape)))
+                                            shape=obj.shape),
+                               colour, obj.shape, obj.group, obj.shape in CONTAINERS))
     return tuple(out)
 
 
@@ -75,12 +77,7 @@ def _is_task(path: Path) -> bool:
 def library_candidates(directory: str | os.PathLike[str] = DEFAULT_LIBRARY, *,
                        scenes: Registry[Any] | None = None) -> tuple[Candidate, ...]:
     """Every task document (``*.yaml``) of ``directory``, by name, as candidates."""
-    root = Path(directory)
-    if not root.is_dir():
-        raise DefinitionError("LIBRARY_NOT_FOUND", f"no task library at {str(root)!r}",
-                              where=str(root),
-                              fix="run from the project's directory (where trees/ is), or "
-                                  "pass --library DIR")
+    root = resolve_library(directory)  # as given, else the installed library
     registry = scenes if scenes is not None else scene_registry()
     files = sorted(p for p in root.glob("*.yaml") if _is_task(p))
     if not files:

@@ -38,6 +38,11 @@ class SceneObject:
     id: str
     label: str = ""
     words: frozenset[str] = frozenset()
+    #: its named colour, shape, group, and whether it is a container (a tray, a bowl)
+    colour: str | None = None
+    shape: str | None = None
+    group: str | None = None
+    container: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "label": self.label}

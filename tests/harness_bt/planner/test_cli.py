@@ -36,7 +36,7 @@ def _no_planner_env(monkeypatch: pytest.MonkeyPatch) -> None:
     ("run", ["--instruction", "pick up the red cube", "--journal", "j.db"],
      "--journal with --instruction"),
     ("run", ["--instruction", "pick up the red cube", "--planner", "gpt"],
-     "unknown planner 'gpt'; known: openai, templates"),
+     "unknown planner 'gpt'; known: meaning, openai, templates"),
     ("run", ["--instruction", "pick up the red cube", "--planner", "openai"],
      "PLANNER_NOT_CONFIGURED: planner 'openai' has no endpoint"),
     ("run", ["--instruction", "pick up the red cube", "--library", "nowhere"],
@@ -57,7 +57,7 @@ def test_an_impossible_instruction_is_refused_and_traced(
     trace = tmp_path / "paint.jsonl"
     assert main(["run", "--instruction", "paint the table", "--trace", str(trace)]) == 1
     err = capfd.readouterr().err
-    assert "error: PLAN_NO_MATCH: planner 'templates' gave no plan for 'paint the table'" in err
+    assert "error: PLAN_NO_MATCH: planner 'meaning' gave no plan for 'paint the table'" in err
     assert "stack: 'put the {top} on the {bottom}'" in err
     (event,) = TraceReader.open(trace).of_kind("planner")
     assert event["data"]["refusal"]["code"] == "PLAN_NO_MATCH"

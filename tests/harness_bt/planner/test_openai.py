@@ -205,11 +205,11 @@ def test_the_endpoint_and_key_come_from_the_environment(
     assert PlannerOptions.from_env(url="http://h/v1").url == "http://h/v1"  # the flag wins
 
 
-def test_both_planners_are_entry_points_and_an_unknown_one_is_refused() -> None:
+def test_the_three_planners_are_entry_points_and_an_unknown_one_is_refused() -> None:
     registry = planner_registry()
-    assert registry.names() == ["openai", "templates"]
+    assert registry.names() == ["meaning", "openai", "templates"]
     assert "of package 'harness-bt'" in str(registry.origin("templates"))
-    with pytest.raises(Exception, match="unknown planner 'gpt'; known: openai, templates"):
+    with pytest.raises(Exception, match="unknown planner 'gpt'; known: meaning, openai, templates"):
         open_planner("gpt", PlannerOptions(), registry=registry)
 
 
