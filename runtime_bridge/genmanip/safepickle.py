@@ -76,7 +76,7 @@ class _BoundedUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
     dispatch: ClassVar[dict[int, Any]] = dict(pickle._Unpickler.dispatch)  # type: ignore[attr-defined]
 
     def find_class(self, module: str, name: str) -> object:
-        raise _GlobalRefused(module, bounded(name, 80))
+        raise _GlobalRefused(str(module)[:80], str(name)[:80])  # both str, from the pickle
 
     def persistent_load(self, pid: object) -> object:
         raise _GlobalRefused("<persistent id>", bounded(pid, 80))
