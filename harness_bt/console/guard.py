@@ -18,6 +18,7 @@ sees the handshake fail).
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import urllib.parse
 from collections.abc import Iterable, MutableMapping
@@ -39,6 +40,15 @@ def _split_host(value: str) -> tuple[str, int | None]:
     return name, (int(port) if port.isdigit() and len(port) <= 5 else None)
 
 
+def _loopback(name: str) -> bool:
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 class Doorman:
     """Decides whether a request may reach the console (see the module docstring)."""
 
@@ -48,7 +58,7 @@ class Doorman:
         self.token = token
         self.names = set(LOOPBACK_NAMES) | {host.lower().strip("[]")} | {
             h.lower().strip("[]") for h in allowed_hosts}
-        self.remote = host.lower().strip("[]") not in LOOPBACK_NAMES
+        self.remote = not _loopback(host.lower().strip("[]"))
 
     def _ours(self, name: str, port: int | None) -> bool:
         return name in self.names and port == self.port

@@ -142,7 +142,8 @@ class Console:
         self.over = False
         self.doorman = Doorman(host, self.port, self.token, allowed_hosts=allowed_hosts)
         self.admission = Admission(budget, server="the console")
-        self.asgi = AdmissionMiddleware(ConsoleDoor(self.app, self.doorman), self.admission)
+        self.door = ConsoleDoor(self.app, self.doorman)
+        self.asgi = AdmissionMiddleware(self.door, self.admission)
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
