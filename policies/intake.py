@@ -94,9 +94,16 @@ class Intake:
         return reader
 
     def received(self, reader: _Reader) -> None:
-        """An observation arrived whole: read nothing more until it is answered."""
+        """An observation arrived whole: read nothing more until it is answered, and let go
+        of the read buffer it grew (a bytearray keeps its capacity when its head is deleted,
+        so each connection would otherwise hold one observation's worth of memory for
+        good)."""
         reader.answering = True
         reader.ws.transport.pause_reading()
+        stream = getattr(reader.ws.protocol, "reader", None)
+        buffer = getattr(stream, "buffer", None)
+        if isinstance(buffer, bytearray) and len(buffer) < (1 << 16):
+            stream.buffer = bytearray(buffer)  # type: ignore[union-attr]
 
     def answered(self, reader: _Reader) -> None:
         """Its answer is sent: give the reservation back, read on, let a waiting one in."""

@@ -259,6 +259,7 @@ class PolicyServer:
                 intake.received(reader)
                 try:
                     frame = await loop.run_in_executor(executor, self._answer, policy, message)
+                    del message  # not held while this connection waits for its next one
                 except Exception as exc:
                     self.failures += 1
                     outcome = f"failed on request {requests + 1}: {exc}"

@@ -134,7 +134,8 @@ def unpack(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
                           fix="send smaller images or chunks, or raise the limit "
                               "(max_message_bytes) on both sides")
     try:
-        return msgpack.unpackb(bytes(data), object_hook=_decode, ext_hook=_no_extensions,
+        return msgpack.unpackb(data if isinstance(data, bytes) else bytes(data),
+                               object_hook=_decode, ext_hook=_no_extensions,
                                raw=False, strict_map_key=True, use_list=True)
     except BridgeError:
         raise
