@@ -19,7 +19,7 @@ from harness_bt.errors import DefinitionError
 __all__ = ["GRACE_S", "bind", "serve"]
 
 #: how long open connections may take to finish once a server is asked to stop
-GRACE_S = 0.5
+GRACE_S = 0.25
 
 
 def bind(host: str, port: int, *, option: str) -> socket.socket:
