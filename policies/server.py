@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import errno
 import http
 import itertools
 import logging
@@ -163,6 +164,12 @@ class PolicyServer:
         :meth:`serve_forever` in another thread); returns its port."""
         if not self._ready.wait(timeout_s) or self.port is None:
             failure = self._failure
+            if isinstance(failure, OSError) and failure.errno == errno.EADDRINUSE:
+                port = self.requested_port
+                raise BridgeError("PORT_IN_USE", f"--port {port}: port {port} on {self.host} "
+                                  "is in use by another program", where="--port",
+                                  fix="pick another port with --port, or 0 for any free one"
+                                  ) from failure
             raise BridgeError("POLICY_SERVER_FAILED", f"the policy server could not listen on "
                               f"{self.host}:{self.requested_port}: "
                               f"{failure or f'not listening after {timeout_s:g} s'}",
