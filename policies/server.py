@@ -51,6 +51,9 @@ __all__ = ["Policy", "PolicyFactory", "PolicyServer"]
 
 log = logging.getLogger(__name__)
 
+#: how long a stopping server waits for each client to answer its close (Ctrl-C ends the
+#: server within about this long, whatever the clients do)
+CLOSE_TIMEOUT_S = 0.5
 #: close code and reason after an error frame (as openpi's server sends them)
 _INTERNAL_ERROR = 1011
 _ERROR_REASON = "Internal server error. Traceback included in previous frame."
@@ -216,7 +219,7 @@ class PolicyServer:
                 server = await serve(
                     lambda ws: self._handle(ws, executor), self.host, self.requested_port,
                     compression=None, max_size=self.max_message_bytes, max_queue=4,
-                    process_request=self._door)
+                    process_request=self._door, close_timeout=CLOSE_TIMEOUT_S)
             except OSError as exc:
                 self._failure = exc
                 return

@@ -144,6 +144,27 @@ def policy_server() -> None:
     print(f"  peak RSS growth, cap 16 MiB in flight: {capped / MIB:6.0f} MiB")
     print(f"  peak RSS growth, cap lifted:           {lifted / MIB:6.0f} MiB   "
           f"(capped/lifted {capped / lifted:.2f})")
+    print(f"  SIGINT to exit with a client that ignores the close: {policy_stop_s():.2f} s")
+
+
+def policy_stop_s() -> float:
+    """Seconds from SIGINT to exit of ``harness policy serve`` with a client that never reads."""
+    import socket
+
+    proc = subprocess.Popen([sys.executable, "-m", "harness_bt.cli", "policy", "serve",
+                             "--policy", "pick", "--port", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=ENV, cwd=ROOT)
+    assert proc.stdout is not None
+    port = int(json.loads(proc.stdout.readline())["url"].rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port)) as deaf:
+        deaf.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                     b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                     b"Sec-WebSocket-Version: 13\r\n\r\n")
+        deaf.recv(4096)
+        start = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
+        return time.perf_counter() - start
 
 
 def main() -> None:

@@ -243,3 +243,21 @@ def test_the_cap_numbers_are_checked_before_anything_listens() -> None:
     with pytest.raises(DefinitionError, match="max_bytes_in_flight=1024 is less than one "
                        "observation"):
         PolicyServer(Gated, max_message_bytes=4096, max_bytes_in_flight=1024)
+
+
+def test_ctrl_c_ends_the_policy_server_while_a_client_ignores_the_close(
+        processes: Processes) -> None:
+    import signal
+    import socket
+
+    proc = processes.start(sys.executable, "-m", "harness_bt.cli", "policy", "serve",
+                           "--policy", "pick", "--port", "0")
+    assert proc.stdout is not None
+    port = int(json.loads(proc.stdout.readline())["url"].rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as deaf:
+        deaf.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                     b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                     b"Sec-WebSocket-Version: 13\r\n\r\n")
+        assert deaf.recv(4096).startswith(b"HTTP/1.1 101")  # open, and never reads again
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(TIMEOUT_S) == 0
