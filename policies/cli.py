@@ -89,7 +89,7 @@ def serve(
         typer.echo(json.dumps({"ready": True, "url": server.url, "policy": policy,
                                "settings": settings.to_dict()}))
         sys.stdout.flush()
-        while not stop.wait(0.5):
+        while not stop.wait(0.05):  # a signal is acted on within 50 ms
             if not server.running:
                 break
     finally:

@@ -14,6 +14,10 @@ one) once the connection ends. ``infer`` runs in a worker thread, so a slow poli
 holds up the other connections' frames. Decoding is strict (:func:`~harness_bt.policy.wire.
 unpack_map`): nothing is ever unpickled.
 
+Connections and the bytes of observations in flight are capped (:mod:`policies.intake`):
+past ``max_connections`` a connection is refused at its handshake (503); an observation that
+finds no room within ``max_bytes_in_flight`` waits unread, then is refused with close 1013.
+
 :class:`PolicyServer` runs in the foreground (:meth:`~PolicyServer.serve_forever`) or in a
 thread of its own (:meth:`~PolicyServer.start`); :meth:`~PolicyServer.stop` closes every
 connection, the listening socket, the worker threads and the thread.
@@ -24,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import errno
 import http
 import itertools
 import logging
@@ -39,11 +44,16 @@ from websockets.http11 import Request, Response
 
 from harness_bt.errors import BridgeError, DefinitionError, HarnessError
 from harness_bt.policy.wire import DEFAULT_MAX_BYTES, pack, unpack_map
+from harness_bt.request_budget import Admission, RequestBudget
+from policies.intake import Intake
 
 __all__ = ["Policy", "PolicyFactory", "PolicyServer"]
 
 log = logging.getLogger(__name__)
 
+#: how long a stopping server waits for each client to answer its close (Ctrl-C ends the
+#: server within about this long, whatever the clients do)
+CLOSE_TIMEOUT_S = 0.5
 #: close code and reason after an error frame (as openpi's server sends them)
 _INTERNAL_ERROR = 1011
 _ERROR_REASON = "Internal server error. Traceback included in previous frame."
@@ -67,7 +77,9 @@ class PolicyServer:
 
     def __init__(self, policy_factory: PolicyFactory, *, host: str = "127.0.0.1",
                  port: int = 0, metadata: Mapping[str, Any] | None = None,
-                 max_message_bytes: int = DEFAULT_MAX_BYTES, workers: int = 4) -> None:
+                 max_message_bytes: int = DEFAULT_MAX_BYTES, workers: int = 4,
+                 max_connections: int = 16, max_bytes_in_flight: int | None = None,
+                 busy_wait_s: float = 10.0, read_s: float = 30.0) -> None:
         if not callable(policy_factory):
             raise DefinitionError("INVALID_POLICY", f"policy_factory {policy_factory!r} is not "
                                   "callable", fix="pass a function or class making a policy")
@@ -77,6 +89,19 @@ class PolicyServer:
         if max_message_bytes < 1024:
             raise DefinitionError("INVALID_OPTION", f"max_message_bytes={max_message_bytes} is "
                                   "too small for any observation", fix="use e.g. 64 MiB")
+        in_flight = 4 * max_message_bytes if max_bytes_in_flight is None else max_bytes_in_flight
+        if in_flight < max_message_bytes:
+            raise DefinitionError("INVALID_OPTION", f"max_bytes_in_flight={in_flight} is less "
+                                  f"than one observation (max_message_bytes="
+                                  f"{max_message_bytes})", fix="allow at least one "
+                                  "observation in flight, e.g. 4x max_message_bytes")
+        self.budget = RequestBudget(max_body_bytes=max_message_bytes,
+                                    max_connections=max_connections,
+                                    max_bytes_in_flight=in_flight)
+        self.admission = Admission(self.budget, server="the policy server")
+        self.busy_wait_s = busy_wait_s
+        self.read_s = read_s
+        self.intake: Intake | None = None
         self.policy_factory = policy_factory
         self.host = host
         self.requested_port = port
@@ -142,6 +167,12 @@ class PolicyServer:
         :meth:`serve_forever` in another thread); returns its port."""
         if not self._ready.wait(timeout_s) or self.port is None:
             failure = self._failure
+            if isinstance(failure, OSError) and failure.errno == errno.EADDRINUSE:
+                port = self.requested_port
+                raise BridgeError("PORT_IN_USE", f"--port {port}: port {port} on {self.host} "
+                                  "is in use by another program", where="--port",
+                                  fix="pick another port with --port, or 0 for any free one"
+                                  ) from failure
             raise BridgeError("POLICY_SERVER_FAILED", f"the policy server could not listen on "
                               f"{self.host}:{self.requested_port}: "
                               f"{failure or f'not listening after {timeout_s:g} s'}",
@@ -182,11 +213,13 @@ class PolicyServer:
                 self._stopping = asyncio.Event()
                 if self._stop_requested:
                     return
+            self.intake = intake = Intake(self.admission, self.max_message_bytes,
+                                          wait_s=self.busy_wait_s, read_s=self.read_s)
             try:
                 server = await serve(
                     lambda ws: self._handle(ws, executor), self.host, self.requested_port,
                     compression=None, max_size=self.max_message_bytes, max_queue=4,
-                    process_request=_health_check)
+                    process_request=self._door, close_timeout=CLOSE_TIMEOUT_S)
             except OSError as exc:
                 self._failure = exc
                 return
@@ -194,6 +227,7 @@ class PolicyServer:
             log.info("policy server listening on %s", self.url)
             self._ready.set()
             await self._stopping.wait()
+            intake.release_all()
             await self._close(server)
         finally:
             self._ready.set()
@@ -225,24 +259,35 @@ class PolicyServer:
             await self._fail(ws, exc)
             return
         log.info("policy connection %d from %s opened", cid, peer)
+        intake = self.intake
+        assert intake is not None  # set before serving starts
+        reader = intake.watch(ws)
         try:
             await ws.send(self._metadata_frame)
             while True:
                 message = await ws.recv()
+                intake.received(reader)
                 try:
                     frame = await loop.run_in_executor(executor, self._answer, policy, message)
+                    del message  # not held while this connection waits for its next one
                 except Exception as exc:
                     self.failures += 1
                     outcome = f"failed on request {requests + 1}: {exc}"
                     log.warning("policy connection %d from %s %s", cid, peer, outcome,
                                 exc_info=not isinstance(exc, HarnessError))
+                    intake.answered(reader)  # read again: the client's close must get in
                     await self._fail(ws, exc)
                     return
                 await ws.send(frame)
+                intake.answered(reader)
                 requests += 1
                 self.requests += 1
         except ConnectionClosed as exc:
-            if (exc.rcvd is not None and exc.rcvd.code == 1009) or (
+            if reader.refused:
+                outcome = "refused an observation: no room in flight (1013)"
+            elif exc.sent is not None and exc.sent.code == 1008:
+                outcome = "closed: an observation did not arrive in time (1008)"
+            elif (exc.rcvd is not None and exc.rcvd.code == 1009) or (
                     exc.sent is not None and exc.sent.code == 1009):
                 outcome = f"refused an observation over {self.max_message_bytes} bytes (1009)"
             elif exc.rcvd is not None and exc.rcvd_then_sent is not False:
@@ -252,6 +297,7 @@ class PolicyServer:
             else:
                 outcome = f"connection lost ({exc})"
         finally:
+            intake.ended(reader)
             close = getattr(policy, "close", None)
             if callable(close):
                 try:
@@ -289,10 +335,15 @@ class PolicyServer:
             await ws.close(code=_INTERNAL_ERROR, reason=_ERROR_REASON)
 
 
-def _health_check(connection: ServerConnection, request: Request) -> Response | None:
-    if request.path == "/healthz":
-        return connection.respond(http.HTTPStatus.OK, "OK\n")
-    return None
+    def _door(self, connection: ServerConnection, request: Request) -> Response | None:
+        """``/healthz`` answered; a connection past ``max_connections`` refused (503)."""
+        if request.path == "/healthz":
+            return connection.respond(http.HTTPStatus.OK, "OK\n")
+        assert self.intake is not None
+        refusal = self.intake.admit(connection)
+        if refusal is not None:
+            return connection.respond(http.HTTPStatus.SERVICE_UNAVAILABLE, refusal)
+        return None
 
 
 def _address(ws: ServerConnection) -> str:

@@ -4,6 +4,7 @@ and kept up after the run until Ctrl-C unless ``--console-exit``."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -54,13 +55,17 @@ def live_console(address: str | None, task: Task, *, as_json: bool = False,
     from harness_bt.console import Console
 
     host, port = parse_address(address)
-    console = Console(task.structure(), host=host, port=port, start_paused=paused)
+    allowed = [h for h in os.environ.get("HARNESS_CONSOLE_HOSTS", "").split(",") if h.strip()]
+    console = Console(task.structure(), host=host, port=port, start_paused=paused,
+                      allowed_hosts=allowed)
     console.start()
     out = sys.stderr if as_json else sys.stdout
     out.write(f"console: {console.url}\n")
     if host not in ("127.0.0.1", "::1", "localhost"):
-        out.write(f"console: anyone who can reach {host}:{console.port} can watch this run; "
-                  "the controls need the token\n")
+        out.write(f"console: listening on {host}:{console.port}; reading and steering need "
+                  "the token in the address above; it answers only to the names "
+                  f"{', '.join(sorted(console.doorman.names))} (add more with "
+                  "HARNESS_CONSOLE_HOSTS=name,...)\n")
     out.flush()
     try:
         yield console
@@ -72,6 +77,7 @@ def stay_up(console: Console | None, exit_with_run: bool) -> None:
     """After the run: keep the console up, showing the finished run, until Ctrl-C."""
     if console is None:
         return
+    console.run_over()
     if exit_with_run:
         console.wait_sent(timeout_s=5.0)
         return

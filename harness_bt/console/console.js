@@ -153,7 +153,8 @@
     if (m.op === 'stop') stage({stage: 'sent', text: 'stop request sent'});
   }
   function connect() {
-    ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws');
+    ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws'
+      + (token ? '?token=' + encodeURIComponent(token) : ''));
     ws.binaryType = 'arraybuffer';
     ws.onopen = () => { el('link').textContent = 'connected'; el('link').className = 'on'; body.link = 'on'; };
     ws.onclose = () => { el('link').textContent = 'disconnected'; el('link').className = 'off';

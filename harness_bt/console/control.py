@@ -17,6 +17,7 @@ pauses before the next one; a stop asked for there takes effect when that tick e
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -35,6 +36,8 @@ __all__ = ["Breakpoint", "Request", "RunControl"]
 
 #: What a run stopped from the console ends with (outcome, reason).
 STOPPED = ("aborted", "aborted_stopped")
+#: The most requests waiting for the run at once (more are refused, see ``submit``).
+MAX_QUEUED = 64
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,8 @@ class RunControl:
     def __init__(self, *, start_paused: bool = False,
                  on_change: Callable[[dict[str, Any]], None] | None = None,
                  perceive: Callable[[Perception], Perception] | None = None) -> None:
-        self._inbox: queue.Queue[Request] = queue.Queue()
+        self.max_queued = MAX_QUEUED
+        self._inbox: queue.Queue[Request] = queue.Queue(MAX_QUEUED)
         self._lock = threading.Lock()
         self._paused = start_paused
         self._stepping = False
@@ -93,14 +97,35 @@ class RunControl:
 
     # ------------------------------------------------------------ from the console's thread
 
-    def submit(self, request: Request) -> None:
-        """Queue a request for the run's thread (never blocks)."""
-        self._inbox.put(request)
+    def submit(self, request: Request) -> bool:
+        """Queue a request for the run's thread (never blocks); False when ``MAX_QUEUED``
+        requests already wait (the request is not queued)."""
+        try:
+            self._inbox.put_nowait(request)
+        except queue.Full:
+            return False
+        return True
+
+    def waiting(self) -> int:
+        """How many requests wait for the run."""
+        return self._inbox.qsize()
+
+    def answer_waiting(self, why: str) -> None:
+        """Answer every waiting request ``RUN_OVER`` (the run will not read them)."""
+        while True:
+            try:
+                r = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            r.reply({"type": "ack", "id": r.id, "op": r.op, "ok": False, "error": "RUN_OVER",
+                     "message": f"cannot {r.op}: {why}"})
 
     def close(self) -> None:
         """Let go of a held run for good (the console is going away): it runs on unheld."""
         self._closed = True
-        self._inbox.put(Request("resume", who={"client": "console", "reason": "closed"}))
+        with contextlib.suppress(queue.Full):  # a held run also sees _closed within 0.5 s
+            self._inbox.put_nowait(Request("resume", who={"client": "console",
+                                                          "reason": "closed"}))
 
     # ------------------------------------------------------------ RunWatch (the run's thread)
 

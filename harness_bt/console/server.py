@@ -15,7 +15,15 @@ it only appends to the feed's queue, and the controls reach it through
 A control message is JSON ``{"op": ..., "token": ..., "id": ...}`` (``node`` and ``when`` for
 ``break`` / ``clear``), at most ``MAX_MESSAGE`` bytes; one without the run's token, malformed
 JSON, an unknown control, a breakpoint on an unknown node or an oversized message is refused
-with an ``error`` naming what was wrong, and the run never sees it.
+with an ``error`` naming what was wrong, and the run never sees it. A control sent after the
+run is over is answered ``RUN_OVER`` at once; at most ``MAX_QUEUED`` controls wait for the run
+(more are answered ``BUSY``).
+
+The doors (:mod:`harness_bt.console.guard`, :mod:`harness_bt.request_budget`): only requests
+naming the console's own host and, when they carry one, its own origin pass; bound beyond
+loopback the token is needed to read too; at most ``CONSOLE_BUDGET.max_connections``
+connections at once (503 / close 1013 past it), WebSocket messages over ``WS_MAX_BYTES`` are
+refused by the WebSocket layer (close 1009), and a control must be shallow JSON.
 """
 
 from __future__ import annotations
@@ -28,22 +36,37 @@ import hmac
 import json
 import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness_bt import listen
 from harness_bt.console.control import Breakpoint, Request, RunControl
 from harness_bt.console.feed import Feed, delta
+from harness_bt.console.guard import ConsoleDoor, Doorman
 from harness_bt.console.page import console_page
+from harness_bt.request_budget import (
+    Admission,
+    AdmissionMiddleware,
+    RequestBudget,
+    RequestRefused,
+    bounded,
+    measure,
+)
 from harness_bt.run.runner import TaskRunner
 from harness_bt.viz.graph import drawing
-from harness_bt.viz.serve import ReplayServer
 from harness_bt.world import Perception
 
-__all__ = ["CONTROLS", "MAX_KEPT", "MAX_MESSAGE", "Console"]
+__all__ = ["CONSOLE_BUDGET", "CONTROLS", "MAX_KEPT", "MAX_MESSAGE", "WS_MAX_BYTES", "Console"]
 
 CONTROLS = ("pause", "resume", "step", "break", "clear", "stop")
 MAX_MESSAGE = 4096
 MAX_KEPT = 512
+#: the largest WebSocket message read at all (larger: closed with 1009 by the WebSocket layer)
+WS_MAX_BYTES = 16 * 1024
+#: the console's doors: connections at once, control JSON depth, bytes held
+CONSOLE_BUDGET = RequestBudget(max_body_bytes=MAX_MESSAGE, max_depth=8, max_elements=256,
+                               max_text_bytes=MAX_MESSAGE, max_connections=32,
+                               max_bytes_in_flight=1 << 20)
 
 
 def _dumps(value: Any) -> str:
@@ -72,7 +95,9 @@ class Console:
 
     def __init__(self, structure: Mapping[str, Any], *, host: str = "127.0.0.1",
                  port: int = 0, start_paused: bool = False, token: str | None = None,
-                 rate_hz: float = 25.0, image_hz: float = 5.0, fold: bool = True) -> None:
+                 rate_hz: float = 25.0, image_hz: float = 5.0, fold: bool = True,
+                 allowed_hosts: Sequence[str] = (),
+                 budget: RequestBudget = CONSOLE_BUDGET) -> None:
         from starlette.applications import Starlette
         from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse
         from starlette.routing import Route, WebSocketRoute
@@ -112,8 +137,13 @@ class Console:
         self.app = Starlette(routes=[Route("/", index), Route("/state.json", state),
                                      WebSocketRoute("/ws", self._serve_client)],
                              lifespan=lifespan)
-        self.socket = ReplayServer._bind(host, port)
+        self.socket = listen.bind(host, port, option="--console")
         self.host, self.port = self.socket.getsockname()[:2]
+        self.over = False
+        self.doorman = Doorman(host, self.port, self.token, allowed_hosts=allowed_hosts)
+        self.admission = Admission(budget, server="the console")
+        self.door = ConsoleDoor(self.app, self.doorman)
+        self.asgi = AdmissionMiddleware(self.door, self.admission)
         self._server: Any = None
         self._thread: threading.Thread | None = None
 
@@ -168,8 +198,10 @@ class Console:
         # does not add to the run's decision latency.
         self._switch = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch, 0.0005))
-        config = uvicorn.Config(self.app, log_level="warning", lifespan="on",
-                                access_log=False, ws="wsproto", ws_max_size=1 << 20)
+        config = uvicorn.Config(self.asgi, log_level="warning", lifespan="on",
+                                access_log=False, ws="wsproto", ws_max_size=WS_MAX_BYTES,
+                                # uvicorn waits a float of seconds; its hint says int
+                                timeout_graceful_shutdown=listen.GRACE_S)  # type: ignore[arg-type]
         self._server = server = uvicorn.Server(config)
         self._thread = threading.Thread(target=server.run, kwargs={"sockets": [self.socket]},
                                         name="console-server", daemon=True)
@@ -223,9 +255,17 @@ class Console:
                     self.failed = f"{type(exc).__name__}: {exc}"
             await asyncio.sleep(self.period)
 
+    def run_over(self) -> None:
+        """The run has ended: every control from now on (and any still waiting) is answered
+        ``RUN_OVER``."""
+        self.over = True
+        self.control.answer_waiting("the run is over")
+
     def _pump_once(self) -> None:
         alerts = self.feed.drain()
         control = self._control_status
+        if control.get("phase") == "finished" and self.control.waiting():
+            self.control.answer_waiting("the run is over")
         if control != self.feed.control:
             self.feed.control = control
             self.feed.dirty = True
@@ -323,9 +363,18 @@ class Console:
             return
         try:
             msg = json.loads(text)
+            measure(msg, self.admission.budget, where="a control")
         except json.JSONDecodeError as exc:
             self._keep(c, self._error(None, "BAD_JSON", f"not JSON ({exc.msg} at "
                                       f"character {exc.pos}): send e.g. "
+                                      '{"op": "pause", "token": "..."}'))
+            return
+        except RecursionError:
+            self._keep(c, self._error(None, "TOO_DEEP", "a control nested too deeply: send "
+                                      'e.g. {"op": "pause", "token": "..."}'))
+            return
+        except RequestRefused as exc:
+            self._keep(c, self._error(None, exc.code, f"{exc.message}: send e.g. "
                                       '{"op": "pause", "token": "..."}'))
             return
         if not isinstance(msg, dict):
@@ -343,7 +392,8 @@ class Console:
         op = msg.get("op")
         if op not in CONTROLS:
             near = difflib.get_close_matches(str(op), CONTROLS, n=1)
-            self._keep(c, self._error(rid, "UNKNOWN_CONTROL", f"unknown control {op!r}; "
+            self._keep(c, self._error(rid, "UNKNOWN_CONTROL", f"unknown control "
+                                      f"{bounded(op, 40)}; "
                                       f"known: {', '.join(CONTROLS)}"
                                       + (f"; did you mean {near[0]!r}?" if near else "")))
             return
@@ -352,25 +402,34 @@ class Console:
             bp = self._breakpoint(c, rid, msg)
             if bp is None:
                 return
+        if self.over or self._control_status.get("phase") == "finished":
+            self._keep(c, {"type": "ack", "id": rid, "op": op, "ok": False, "error": "RUN_OVER",
+                           "message": f"cannot {op}: the run is over"})
+            return
         loop = asyncio.get_running_loop()
 
         def reply(answer: dict[str, Any]) -> None:  # from the run's thread
             loop.call_soon_threadsafe(self._keep, c, answer)
 
+        if not self.control.submit(Request(op, who=dict(c.who), breakpoint=bp, id=rid,
+                                           reply=reply)):
+            self._keep(c, self._error(rid, "BUSY", f"{self.control.max_queued} controls are "
+                                      "already waiting for the run: wait for their answers"))
+            return
         self._keep(c, {"type": "ack", "id": rid, "op": op, "stage": "received"})
-        self.control.submit(Request(op, who=dict(c.who), breakpoint=bp, id=rid, reply=reply))
 
     def _breakpoint(self, c: _Client, rid: Any, msg: Mapping[str, Any]) -> Breakpoint | None:
         node, when = msg.get("node"), msg.get("when", "before")
         if when not in ("before", "change", "both"):
-            self._keep(c, self._error(rid, "BAD_BREAKPOINT", f"when={when!r}: a breakpoint "
+            self._keep(c, self._error(rid, "BAD_BREAKPOINT", f"when={bounded(when, 40)}: a "
+                                      "breakpoint "
                                       "holds 'before' a node ticks, on a status 'change', "
                                       "or 'both'"))
             return None
         where = self._nodes.get(str(node)) if isinstance(node, str) else None
         if where is None:
             near = difflib.get_close_matches(str(node), list(self._nodes), n=3)
-            self._keep(c, self._error(rid, "UNKNOWN_NODE", f"no node {node!r} in task "
+            self._keep(c, self._error(rid, "UNKNOWN_NODE", f"no node {bounded(node, 80)} in task "
                                       f"{self.feed.structure.get('task')!r}"
                                       + (f"; did you mean {', '.join(map(repr, near))}?"
                                          if near else "; name it PHASE:PATH")))

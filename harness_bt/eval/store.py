@@ -67,6 +67,7 @@ class ResultsStore:
                 "directory")
 
     def _create(self) -> None:
+        self._refuse_foreign()
         self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
         row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if row is None:
@@ -82,6 +83,29 @@ class ResultsStore:
                 "STORE_VERSION", f"the results store {self.path} has schema version {row[0]}; "
                 f"this harness writes version {SCHEMA_VERSION}", where=str(self.path),
                 fix="evaluate into a new --out directory")
+
+    def _refuse_foreign(self) -> None:
+        """An SQLite file that is not a results store (tables, but no schema version of
+        ours) is refused untouched, never written into."""
+        tables = sorted(r[0] for r in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'"))
+        if not tables:
+            return
+        ours = False
+        if "meta" in tables:
+            try:
+                ours = self._db.execute("SELECT value FROM meta WHERE key='schema_version'"
+                                        ).fetchone() is not None
+            except sqlite3.DatabaseError:
+                ours = False
+        if not ours:
+            self._db.close()
+            shown = ", ".join(tables[:8]) + (f" and {len(tables) - 8} more"
+                                             if len(tables) > 8 else "")
+            raise DefinitionError(
+                "FOREIGN_STORE", f"{self.path} is an SQLite file of something else (tables: "
+                f"{shown}), not a results store; it was left untouched", where=str(self.path),
+                fix="point --out at a directory of its own, or move that file aside")
 
     def close(self) -> None:
         self._db.close()

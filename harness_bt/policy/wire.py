@@ -23,6 +23,7 @@ import msgpack
 import numpy as np
 
 from harness_bt.errors import BridgeError
+from harness_bt.request_budget import bounded
 
 __all__ = ["DEFAULT_MAX_BYTES", "MAX_NDIM", "pack", "unpack", "unpack_map"]
 
@@ -76,7 +77,8 @@ def _dtype(obj: Mapping[Any, Any]) -> np.dtype[Any]:
     if isinstance(spec, bytes):
         spec = spec.decode("ascii", "replace")
     if not isinstance(spec, str) or len(spec) > 8:
-        raise _refusal(f"an array's dtype is {spec!r}, not a NumPy dtype string such as '<f4'")
+        raise _refusal(f"an array's dtype is {bounded(spec, 40)}, not a NumPy dtype string "
+                       "such as '<f4'")
     try:
         dtype = np.dtype(spec)
     except (TypeError, ValueError) as exc:
@@ -95,7 +97,8 @@ def _decode(obj: dict[Any, Any]) -> Any:
         if (not isinstance(shape, list | tuple) or len(shape) > MAX_NDIM
                 or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
                            for n in shape)):
-            raise _refusal(f"an array's shape is {shape!r}, not a list of at most {MAX_NDIM} "
+            raise _refusal(f"an array's shape is {bounded(shape, 80)}, not a list of at most "
+                           f"{MAX_NDIM} "
                            "non-negative integers")
         if not isinstance(data, bytes):
             raise _refusal(f"an array's data is a {type(data).__name__}, not bytes")
@@ -112,7 +115,8 @@ def _decode(obj: dict[Any, Any]) -> Any:
         try:
             return dtype.type(data)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise _refusal(f"a NumPy scalar {data!r} does not fit dtype {dtype.str}") from exc
+            raise _refusal(f"a NumPy scalar {bounded(data, 40)} does not fit dtype {dtype.str}"
+                           ) from exc
     return obj
 
 
@@ -130,13 +134,25 @@ def unpack(data: bytes, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
                           fix="send smaller images or chunks, or raise the limit "
                               "(max_message_bytes) on both sides")
     try:
-        return msgpack.unpackb(bytes(data), object_hook=_decode, ext_hook=_no_extensions,
+        return msgpack.unpackb(data if isinstance(data, bytes) else bytes(data),
+                               object_hook=_decode, ext_hook=_no_extensions,
                                raw=False, strict_map_key=True, use_list=True)
     except BridgeError:
         raise
-    except (ValueError, TypeError, msgpack.ExtraData, msgpack.FormatError,
-            msgpack.StackError, RecursionError) as exc:
-        raise _refusal(f"a message is not valid msgpack ({type(exc).__name__}: {exc})") from exc
+    except msgpack.StackError as exc:
+        raise _refusal("a message nests maps and arrays deeper than msgpack reads (StackError: "
+                       "over 1024 levels)", fix="send a flatter message") from exc
+    except msgpack.FormatError as exc:
+        raise _refusal("a message is not valid msgpack (FormatError: a byte that starts no "
+                       "msgpack value, e.g. the reserved type 0xc1)",
+                       fix="send one msgpack value per binary frame") from exc
+    except RecursionError as exc:
+        raise _refusal("a message nests too deeply to decode (RecursionError)",
+                       fix="send a flatter message") from exc
+    except (ValueError, TypeError, msgpack.ExtraData) as exc:
+        reason = bounded(str(exc), 160) if str(exc) else "no detail from the decoder"
+        raise _refusal(f"a message is not valid msgpack ({type(exc).__name__}: {reason})"
+                       ) from exc
 
 
 def unpack_map(data: bytes, what: str, *, max_bytes: int = DEFAULT_MAX_BYTES
@@ -152,6 +168,7 @@ def unpack_map(data: bytes, what: str, *, max_bytes: int = DEFAULT_MAX_BYTES
             try:
                 key = key.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise _refusal(f"the {what} has a key that is not UTF-8: {key[:32]!r}") from exc
+                raise _refusal(f"the {what} has a key that is not UTF-8: {bounded(key, 40)}"
+                               ) from exc
         out[key] = item
     return out

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from harness_bt.request_budget import bounded
 from runtime_bridge.genmanip.errors import ActionError
 
 __all__ = [
@@ -110,8 +111,7 @@ def _fail(code: str, where: str, message: str, fix: str, **details: Any) -> Acti
 
 
 def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+    return bounded(value, 120)  # never the whole of an untrusted value
 
 
 def _vector(value: Any, n: int, where: str, what: str) -> np.ndarray:
@@ -150,7 +150,7 @@ def _parse_control_type(message: Mapping[str, Any], where: str) -> ControlType:
     if "control_type" not in message:
         raise _fail("MISSING_CONTROL_TYPE", where, "the action has no 'control_type'",
                     "add \"control_type\": \"joint_position\" or \"ee_pose\" next to \"action\"",
-                    keys=sorted(map(str, message)))
+                    keys=[bounded(k, 40) for k in list(message)[:20]])
     raw = message["control_type"]
     try:
         return ControlType(raw)

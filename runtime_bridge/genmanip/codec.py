@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from harness_bt.request_budget import RequestBudget, bounded
 from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.genmanip.safepickle import safe_loads
 
@@ -121,7 +122,7 @@ class _Decoder:
                 return self.array_b64(obj, where)
             if kind == "numpy_buffer" and "index" in obj:
                 return self.array_frame(obj, where)
-            return {k: self.visit(v, f"{where}[{k!r}]") for k, v in obj.items()}
+            return {k: self.visit(v, f"{where}[{bounded(k, 40)}]") for k, v in obj.items()}
         if isinstance(obj, list):
             return [self.visit(v, f"{where}[{i}]") for i, v in enumerate(obj)]
         if isinstance(obj, tuple):
@@ -132,12 +133,14 @@ class _Decoder:
     def header(obj: Mapping[str, Any], where: str) -> tuple[np.dtype, tuple[int, ...], int]:
         dtype_name, shape = obj.get("dtype"), obj.get("shape")
         if not isinstance(dtype_name, str) or dtype_name not in ALLOWED_DTYPES:
-            raise HttpError("BAD_ARRAY", f"{where}: dtype {dtype_name!r} is not allowed; "
+            raise HttpError("BAD_ARRAY", f"{where}: dtype {bounded(dtype_name, 40)} is not "
+                            "allowed; "
                             f"allowed: {', '.join(sorted(ALLOWED_DTYPES))}", where=where,
                             fix="send arrays in one of the allowed dtypes")
         if (not isinstance(shape, (list, tuple)) or len(shape) > MAX_NDIM
                 or not all(type(n) is int and n >= 0 for n in shape)):
-            raise HttpError("BAD_ARRAY", f"{where}: shape {shape!r} is not a tuple of at most "
+            raise HttpError("BAD_ARRAY", f"{where}: shape {bounded(shape, 80)} is not a tuple "
+                            "of at most "
                             f"{MAX_NDIM} non-negative ints", where=where,
                             fix="send the array's shape as a tuple of ints")
         dtype = np.dtype(dtype_name).newbyteorder("<")
@@ -170,7 +173,8 @@ class _Decoder:
         index = obj["index"]
         if self.buffers is None or not isinstance(index, int) or not 0 <= index < len(self.buffers):
             count = 0 if self.buffers is None else len(self.buffers)
-            raise HttpError("BAD_ARRAY", f"{where}: buffer index {index!r} does not name one of "
+            raise HttpError("BAD_ARRAY", f"{where}: buffer index {bounded(index, 40)} does "
+                            "not name one of "
                             f"the {count} buffers", where=where,
                             fix="numpy_buffer dicts belong in frames messages only")
         buf = self.buffers[index]
@@ -196,9 +200,12 @@ def dumps(obj: Any) -> bytes:
 
 
 def loads(data: bytes | memoryview, *, where: str = "body",
-          max_bytes: int | None = DEFAULT_MAX_BODY_BYTES) -> Any:
-    """Read the compatible encoding safely (no globals; arrays checked)."""
-    return decode_tree(safe_loads(data, where=where, max_bytes=max_bytes), where=where)
+          max_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
+          budget: RequestBudget | None = None) -> Any:
+    """Read the compatible encoding safely (no globals; arrays checked; with ``budget``, the
+    server's stricter reader and limits)."""
+    return decode_tree(safe_loads(data, where=where, max_bytes=max_bytes, budget=budget),
+                       where=where)
 
 
 def dumps_frames(obj: Any) -> bytes:
@@ -219,7 +226,8 @@ def dumps_frames(obj: Any) -> bytes:
 
 
 def loads_frames(data: bytes | memoryview, *, where: str = "body",
-                 max_bytes: int | None = DEFAULT_MAX_BODY_BYTES) -> Any:
+                 max_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
+                 budget: RequestBudget | None = None) -> Any:
     """Read the fast-path encoding safely; arrays are views on ``data`` (no copy)."""
     view = memoryview(data).cast("B")
     if max_bytes is not None and len(view) > max_bytes:
@@ -242,7 +250,7 @@ def loads_frames(data: bytes | memoryview, *, where: str = "body",
     if offset > len(view):
         raise HttpError("FRAMES_UNREADABLE", f"{where}: truncated ({len(view)} bytes, the tree "
                         f"alone ends at {offset})", where=where, fix="send a complete message")
-    tree = safe_loads(view[lengths_end:offset], where=where)
+    tree = safe_loads(view[lengths_end:offset], where=where, budget=budget)
     buffers = []
     for n in lengths:
         offset += -offset % _ALIGN
@@ -255,11 +263,12 @@ def loads_frames(data: bytes | memoryview, *, where: str = "body",
 
 
 def decode(data: bytes | memoryview, media_type: str | None, *, where: str = "body",
-           max_bytes: int | None = DEFAULT_MAX_BODY_BYTES) -> Any:
+           max_bytes: int | None = DEFAULT_MAX_BODY_BYTES,
+           budget: RequestBudget | None = None) -> Any:
     """Read a body in whichever encoding its ``Content-Type`` names (compatible by default)."""
     if media_type and media_type.split(";")[0].strip().lower() == FRAMES_MEDIA_TYPE:
-        return loads_frames(data, where=where, max_bytes=max_bytes)
-    return loads(data, where=where, max_bytes=max_bytes)
+        return loads_frames(data, where=where, max_bytes=max_bytes, budget=budget)
+    return loads(data, where=where, max_bytes=max_bytes, budget=budget)
 
 
 def accepts(accept: str | None, media_type: str) -> bool:

@@ -8,13 +8,19 @@ bad action), an optional bearer token (401), the negotiated fast paths (``Accept
 application/x-harness-bt-frames``; on the same host, shared memory: ``shm/open``, ``shm/release``
 and :mod:`runtime_bridge.genmanip.shm`), and routes of ours under ``/harness/``: ``info`` and
 ``results`` (per-episode results and, for tests and benchmarks, each worker's ground truth).
+
+Every request passes the shared request budget first (:mod:`harness_bt.request_budget`):
+connections and body bytes in flight are capped (503), a body must arrive within the budget's
+``body_timeout_s`` (408); bodies are decoded off the event loop, pickles with the stricter
+reader, and measured (depth, values, text as if shared references were copies) before any
+route reads them (400); worker ids are short strings; every diagnostic quotes a bounded
+excerpt of what was sent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -26,6 +32,16 @@ from starlette.concurrency import run_in_threadpool
 
 from harness_bt._version import __version__
 from harness_bt.errors import HarnessError
+from harness_bt.request_budget import (
+    Admission,
+    AdmissionMiddleware,
+    RequestBudget,
+    RequestRefused,
+    bounded,
+    check_id,
+    loads_json,
+    off_loop,
+)
 from runtime_bridge.genmanip import codec
 from runtime_bridge.genmanip.actions import Embodiment, ValidatedAction, validate_action
 from runtime_bridge.genmanip.errors import HttpError
@@ -36,6 +52,8 @@ __all__ = ["DEFAULT_MAX_REQUEST_BYTES", "TransportFaultSource", "WorkerEnv", "Wo
            "create_app"]
 
 DEFAULT_MAX_REQUEST_BYTES = 8 * 1024 * 1024
+#: the most worker ids one request may name
+MAX_WORKER_IDS = 1024
 DROPPED_DETAIL = "injected fault: the response to this /step was dropped (the step was applied)"
 
 
@@ -92,24 +110,33 @@ class _Workers:
                     env.close()
 
     def get(self, wid: Any, route: str) -> tuple[WorkerEnv, threading.Lock]:
-        key = wid if isinstance(wid, str) else str(wid)
+        key = wid if isinstance(wid, str) else bounded(wid, 64)
         if key not in self.envs:
-            known = ", ".join(sorted(self.envs)) or "(none)"
-            raise HttpError("UNKNOWN_WORKER", f"{route}: worker {wid!r} does not exist; known: "
-                            f"{known}", http_status=500, where=f"{route} worker {wid!r}",
+            known = bounded(sorted(self.envs), 200) if self.envs else "(none)"
+            raise HttpError("UNKNOWN_WORKER", f"{route}: worker {bounded(wid, 64)} does not "
+                            f"exist; known: {known}", http_status=500,
+                            where=f"{route} worker {bounded(wid, 64)}",
                             fix="POST /create_workers with this worker id first")
         return self.envs[key], self.locks[key]
 
 
-def _worker_ids(payload: Any, route: str) -> list[str]:
+def _worker_ids(payload: Any, route: str, budget: RequestBudget) -> list[str]:
     data = payload.get("data") if isinstance(payload, Mapping) else None
     ids = data.get("worker_ids") if isinstance(data, Mapping) else None
-    if (not isinstance(ids, list) or not ids
-            or not all(isinstance(w, str) and w for w in ids)):
+    if not isinstance(ids, list) or not ids or len(ids) > MAX_WORKER_IDS:
         raise HttpError("BAD_REQUEST", f"{route}: expected JSON {{\"data\": {{\"worker_ids\": "
-                        f"[\"0\", ...]}}}}, got {str(payload)[:120]}", http_status=500,
-                        where=route, fix="send a non-empty list of worker id strings")
-    return ids
+                        f"[\"0\", ...]}}}} (1 to {MAX_WORKER_IDS} ids), got "
+                        f"{bounded(payload)}", http_status=400, where=route,
+                        fix="send a non-empty list of worker id strings")
+    return [_worker_id(w, route, budget) for w in ids]
+
+
+def _worker_id(value: Any, route: str, budget: RequestBudget) -> str:
+    try:
+        return check_id(value, budget, where=route)
+    except RequestRefused as exc:
+        raise HttpError(exc.code, exc.message, http_status=400, where=route,
+                        fix=exc.fix) from None
 
 
 def create_app(
@@ -123,13 +150,17 @@ def create_app(
     drop_hold_s: float = 30.0,
     title: str = "harness-bt GenManip server",
     shm: ShmConfig | bool = True,
+    budget: RequestBudget | None = None,
 ) -> FastAPI:
     """A FastAPI app serving the GenManip routes over the environments ``factory`` makes.
 
     ``shm`` offers the shared-memory fast path to harness-bt clients on the same host (True:
     the default :class:`ShmConfig`; False: never). Its segments are unlinked when the app stops
-    and stale ones of its prefix removed when it starts.
+    and stale ones of its prefix removed when it starts. ``budget``: the request budget
+    (default: :class:`RequestBudget` with ``max_body_bytes=max_request_bytes``).
     """
+    budget = budget or RequestBudget(max_body_bytes=max_request_bytes)
+    max_request_bytes = budget.max_body_bytes
     workers = _Workers(factory)
     embodiment = Embodiment(embodiment)
     sessions: ShmSessions | None = None
@@ -163,12 +194,18 @@ def create_app(
     app = FastAPI(title=title, version=__version__, docs_url="/docs", lifespan=lifespan,
                   dependencies=[Depends(check_token)])
     app.state.workers = workers
+    app.state.admission = admission = Admission(budget, server="the GenManip server")
+    app.add_middleware(AdmissionMiddleware, admission=admission)
     app.state.shm = sessions
     step_count = {"n": 0}
 
     @app.exception_handler(HttpError)
     async def _wire_error(request: Request, exc: HttpError) -> JSONResponse:
         return _error_response(exc, exc.http_status)
+
+    @app.exception_handler(RequestRefused)
+    async def _refused(request: Request, exc: RequestRefused) -> JSONResponse:
+        return _error_response(exc, exc.status)
 
     @app.exception_handler(HarnessError)
     async def _harness_error(request: Request, exc: HarnessError) -> JSONResponse:
@@ -177,7 +214,7 @@ def create_app(
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse(status_code=500, content={
-            "detail": f"{request.url.path}: {type(exc).__name__}: {exc}"})
+            "detail": f"{request.url.path}: {type(exc).__name__}: {bounded(str(exc), 300)}"})
 
     async def read_body(request: Request) -> bytes:
         declared = request.headers.get("content-length")
@@ -198,16 +235,18 @@ def create_app(
 
     async def read_pickle(request: Request) -> Any:
         body = await read_body(request)
-        return codec.decode(body, request.headers.get("content-type"),
-                            where=f"{request.url.path} body", max_bytes=max_request_bytes)
+        return await off_loop(lambda: codec.decode(
+            body, request.headers.get("content-type"), where=f"{request.url.path} body",
+            max_bytes=max_request_bytes, budget=budget))
 
     async def read_json(request: Request) -> Any:
         body = await read_body(request)
         try:
-            return json.loads(body)
-        except ValueError as exc:
-            raise HttpError("BAD_JSON", f"{request.url.path}: body is not JSON ({exc})",
-                            http_status=400, where=request.url.path,
+            return await off_loop(lambda: loads_json(body, budget,
+                                                     where=f"{request.url.path} body"))
+        except RequestRefused as exc:
+            raise HttpError(exc.code, exc.message, http_status=exc.status,
+                            where=request.url.path,
                             fix='send {"data": {"worker_ids": ["0"]}}') from None
 
     def encode(request: Request, payload: Any) -> Response:
@@ -229,13 +268,13 @@ def create_app(
 
     @app.post("/create_workers")
     async def create_workers(request: Request) -> JSONResponse:
-        ids = _worker_ids(await read_json(request), "/create_workers")
+        ids = _worker_ids(await read_json(request), "/create_workers", budget)
         await run_in_threadpool(workers.create, ids)
         return JSONResponse({"data": {"success": True}})
 
     @app.post("/kill")
     async def kill(request: Request) -> JSONResponse:
-        ids = _worker_ids(await read_json(request), "/kill")
+        ids = _worker_ids(await read_json(request), "/kill", budget)
         await run_in_threadpool(workers.kill, ids)
         return JSONResponse({"data": {"success": True}})
 
@@ -243,11 +282,12 @@ def create_app(
     async def reset(request: Request) -> Response:
         payload = await read_pickle(request)
         ids = payload.get("worker_ids") if isinstance(payload, Mapping) else None
-        if not isinstance(ids, (list, tuple)) or not ids:
+        if not isinstance(ids, (list, tuple)) or not ids or len(ids) > MAX_WORKER_IDS:
             raise HttpError("BAD_REQUEST", f"/reset: expected a pickled {{'worker_ids': [...]}}, "
-                            f"got {str(payload)[:120]}", http_status=500, where="/reset",
+                            f"got {bounded(payload)}", http_status=400, where="/reset",
                             fix="send pickle.dumps({'worker_ids': ['0']}, protocol=5)")
-        targets = [(str(w), *workers.get(w, "/reset")) for w in ids]
+        ids = [_worker_id(w, "/reset", budget) for w in ids]
+        targets = [(w, *workers.get(w, "/reset")) for w in ids]
 
         def run() -> Response:
             out = {}
@@ -263,13 +303,19 @@ def create_app(
         payload = await read_pickle(request)
         if not isinstance(payload, Mapping) or not payload:
             raise HttpError("BAD_REQUEST", "/step: expected a pickled {worker_id: {'action': "
-                            f"..., 'control_type': ...}}, got {str(payload)[:120]}",
-                            http_status=500, where="/step",
+                            f"..., 'control_type': ...}}, got {bounded(payload)}",
+                            http_status=400, where="/step",
                             fix="send one action message per worker id")
+        if len(payload) > MAX_WORKER_IDS:
+            raise HttpError("BAD_REQUEST", f"/step: {len(payload)} worker ids, more than "
+                            f"{MAX_WORKER_IDS}", http_status=400, where="/step",
+                            fix=f"step at most {MAX_WORKER_IDS} workers per request")
+        for w in payload:
+            _worker_id(w, "/step", budget)
         # check every action before any worker moves
         plan = [(str(w), *workers.get(w, "/step"),
                  validate_action(msg, getattr(workers.envs[str(w)], "embodiment", embodiment),
-                                 where=f"/step worker {w!r}"))
+                                 where=f"/step worker {bounded(w, 64)}"))
                 for w, msg in payload.items()]
         step_count["n"] += 1
         fault = transport_faults.draw(step_count["n"]) if transport_faults else None

@@ -96,8 +96,7 @@ def serve(
                                 "on demand)."),
 ) -> None:
     """Serve the GenManip HTTP routes (/create_workers, /reset, /step, /kill; GET /docs)."""
-    import uvicorn
-
+    from harness_bt import listen
     from runtime_bridge.sim.server import create_sim_app
 
     config = SimConfig(
@@ -112,13 +111,19 @@ def serve(
         typer.secho(f"warning: listening on {host} without --token: anyone who can reach the "
                     "port can drive the robot", fg=typer.colors.YELLOW, err=True)
     app_ = create_sim_app(config, token=token, shm=shm)
-    app_.state.workers.create([str(k) for k in range(workers)])
+    sock = listen.bind(host, port, option="--port")  # a port in use: PORT_IN_USE, at once
+    port = sock.getsockname()[1]
+    try:
+        app_.state.workers.create([str(k) for k in range(workers)])
+    except BaseException:
+        sock.close()
+        raise
     typer.echo(f"harness sim: scenes {', '.join(config.scenes)} x {episodes} seeds, "
                f"{num_steps} steps, success held {config.success_hold_steps} steps, cameras "
                f"{', '.join(f'{c.name}:{c.width}x{c.height}' for c in config.cameras)} "
                f"({render})" + (f", {workers} workers" if workers else "") + "; "
                f"http://{host}:{port} (docs at /docs, results at /harness/results)")
-    uvicorn.run(app_, host=host, port=port, log_level="warning")
+    listen.serve(app_, sock)
 
 
 @app.command("snapshot")

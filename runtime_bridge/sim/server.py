@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from harness_bt.request_budget import RequestBudget
 from runtime_bridge.genmanip.server import DEFAULT_MAX_REQUEST_BYTES, create_app
 from runtime_bridge.genmanip.shm import ShmConfig
 from runtime_bridge.sim.config import SimConfig
@@ -17,7 +18,8 @@ __all__ = ["create_sim_app"]
 
 def create_sim_app(config: SimConfig | None = None, *, token: str | None = None,
                    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-                   shm: ShmConfig | bool = True) -> FastAPI:
+                   shm: ShmConfig | bool = True,
+                   budget: RequestBudget | None = None) -> FastAPI:
     """A GenManip server whose workers are :class:`SimEnv` worlds sharing one episode queue.
     ``shm``: the shared-memory fast path for same-host harness-bt clients (see ``create_app``).
     The scenes are loaded and checked here, before the server starts."""
@@ -33,7 +35,7 @@ def create_sim_app(config: SimConfig | None = None, *, token: str | None = None,
     app = create_app(factory, token=token, max_request_bytes=max_request_bytes,
                      transport_faults=faults, delay_s=rates.delay_s,
                      drop_hold_s=rates.drop_hold_s, title="harness-bt PyBullet Franka simulator",
-                     shm=shm)
+                     shm=shm, budget=budget)
     app.state.episode_book = book
 
     @app.get("/harness/sim")

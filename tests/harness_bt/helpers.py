@@ -79,7 +79,7 @@ def last_failure(runner: TaskRunner) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def chromium(tmp_path: Path, size: str = "1400,900") -> Iterator[Any]:
+def chromium(tmp_path: Path, size: str = "1400,900", *extra: str) -> Iterator[Any]:
     """A headless Chromium driven by Selenium (Debian's chromium and chromium-driver), quit on
     exit; a missing browser fails the test with how to install it."""
     from selenium import webdriver
@@ -93,7 +93,7 @@ def chromium(tmp_path: Path, size: str = "1400,900") -> Iterator[Any]:
     options = webdriver.ChromeOptions()
     options.binary_location = exe
     for arg in ("--headless", "--no-sandbox", "--disable-gpu", f"--window-size={size}",
-                "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}"):
+                "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / 'profile'}", *extra):
         options.add_argument(arg)
     driver = webdriver.Chrome(options=options, service=Service(driver_exe))
     try:

@@ -210,8 +210,8 @@ def test_stop_closes_open_connections_the_socket_and_every_thread(serve: Any) ->
 
 def test_a_busy_port_is_refused_with_a_fix(serve: Any) -> None:
     first = serve()
-    with pytest.raises(BridgeError, match=r"POLICY_SERVER_FAILED: the policy server could not "
-                       rf"listen on 127.0.0.1:{first.port}.*choose another port"):
+    with pytest.raises(BridgeError, match=rf"PORT_IN_USE: --port {first.port}: port "
+                       rf"{first.port} on 127.0.0.1 is in use.*pick another port with --port"):
         serve(port=first.port)
     assert first.running
 

@@ -7,6 +7,7 @@ served here on a loopback port."""
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,8 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
+from harness_bt import listen
 from harness_bt.cli import main
 from runtime_bridge.genmanip import ServerThread
 from runtime_bridge.sim.config import DEFAULT_HOLD_STEPS
@@ -27,9 +28,12 @@ TREES = Path(__file__).resolve().parents[3] / "trees"
 def served(monkeypatch: pytest.MonkeyPatch, *argv: str) -> Iterator[str]:
     """What ``harness sim serve ARGV`` would serve, on a free loopback port."""
     made: dict[str, Any] = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: made.update(app=app, **kw))
+    monkeypatch.setattr(listen, "serve", lambda app, sock: made.update(app=app, sock=sock))
+    monkeypatch.setattr(listen, "bind", lambda host, port, option: made.update(
+        host=host, port=port, option=option) or socket.socket())
     assert main(["sim", "serve", *argv]) == 0
-    assert (made["host"], made["port"]) == ("127.0.0.1", 8087)
+    assert (made["host"], made["port"], made["option"]) == ("127.0.0.1", 8087, "--port")
+    made["sock"].close()
     with ServerThread(made["app"]) as running:
         yield running.url
 
