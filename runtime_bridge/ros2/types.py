@@ -61,10 +61,10 @@ float64 effort
 bool stalled
 bool reached_goal
 """,
-    "harness_msgs/action/ExecuteSkill": """# a skill command: its name, its id in the harness's ledger, its parameters as JSON
+    "harness_msgs/action/ExecuteSkill": """# a skill command: its name, its id in the harness's ledger, the whole command as JSON
 string skill
 string command_id
-string params_json
+string command_json
 float64 start_budget_ms
 ---
 # why it ended (empty when the control action finished)
