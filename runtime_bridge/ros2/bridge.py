@@ -38,7 +38,11 @@ from runtime_bridge.ros2.actions import ActionClient, ActionUpdate, GoalStatus, 
 from runtime_bridge.ros2.dds import Participant
 from runtime_bridge.ros2.mapping import SkillMapping
 
-__all__ = ["Ros2Bridge", "TrackedGoal"]
+__all__ = ["RESULT_WAIT_POLLS", "Ros2Bridge", "TrackedGoal"]
+
+#: After a terminal status, how many polls to wait for the result (its reason) before ending
+#: the command on the status alone.
+RESULT_WAIT_POLLS = 20
 
 _STATE = {GoalStatus.UNKNOWN: RuntimeState.NOT_FOUND, GoalStatus.ACCEPTED: RuntimeState.PENDING,
           GoalStatus.EXECUTING: RuntimeState.RUNNING, GoalStatus.CANCELING: RuntimeState.STOPPING,
@@ -64,6 +68,8 @@ class TrackedGoal:
     reason: str = ""
     seq: int = 0
     events: list[CommandEvent] = field(default_factory=list)
+    #: a terminal status seen before its result: polls left to wait for the result's reason
+    result_wait: int = 0
 
 
 class Ros2Bridge:
@@ -197,6 +203,11 @@ class Ros2Bridge:
                     found.append(update)
                     continue
                 self._apply(update)
+        for t in self.goals.values():
+            if t.result_wait > 0 and t.terminal is None:
+                t.result_wait -= 1
+                if t.result_wait == 0:
+                    self._end(t, t.status, "")
         return found
 
     def _emit(self, t: TrackedGoal, kind: str, reason: str = "",
@@ -217,8 +228,13 @@ class Ros2Bridge:
                     and t.terminal is None:
                 t.started = True
                 self._emit(t, "started")
-            if update.status.terminal:  # the server answers get_result before it
-                self._end(t, update.status, "")  # publishes the status: the reason is in
+            if update.status.terminal and t.terminal is None and t.result_wait == 0:
+                # the reason is in the result: ask (again: a restarted server lost the first
+                # request) and wait a few polls for it before ending without it
+                t.result_wait = RESULT_WAIT_POLLS
+                t.client.get_result(t.goal)
+            elif update.status.terminal and t.terminal is not None:
+                self.duplicates += 1
         elif update.kind == "feedback" and t.terminal is None:
             value = getattr(update.message, t.progress_field, None) if t.progress_field else None
             progress = float(value) if isinstance(value, (int, float)) and math.isfinite(
