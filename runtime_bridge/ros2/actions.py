@@ -17,7 +17,6 @@ Nothing here blocks or starts a thread: both ends are polled by their owner.
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -87,9 +86,7 @@ def _uuid_of(msg: Any) -> uuid.UUID:
 
 
 def _stamp(parts: _Parts, t: float) -> Any:
-    sec = math.floor(t)
-    return parts.types.new("builtin_interfaces/msg/Time", sec=int(sec),
-                           nanosec=int(round((t - sec) * 1e9)) % 1_000_000_000)
+    return parts.types.time(t)
 
 
 @dataclass

@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError

@@ -82,14 +82,15 @@ _BASES = {"bool": bool, "byte": "uint8", "octet": "uint8", "char": "uint8", "int
 
 
 def _idl_field(types: RosTypes, node: int, arg: Any, cache: dict[str, Any]) -> Any:
-    from cyclonedds.idl import types as T
+    from cyclonedds.idl import types as idl_types
 
+    T: Any = idl_types
     if node == 1:  # a base type
         base, bound = arg
         if base == "string":
             return T.bounded_str[bound] if bound else str
         kind = _BASES[base]
-        return kind if kind is bool else getattr(T, kind)
+        return kind if kind is bool else getattr(T, str(kind))
     if node == 2:  # a message
         return _idl_struct(types, arg, cache)
     (sub_node, sub_arg), count = arg

@@ -10,7 +10,6 @@ and its image as ``rgb8`` (depth as ``32FC1`` in metres, REP 118).
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -21,8 +20,8 @@ from runtime_bridge.ros2.types import RosTypes
 __all__ = ["EE_FRAME", "PANDA_JOINTS", "WORLD_FRAME", "camera_frame", "camera_info",
            "image", "joint_state", "stamp", "tf_message"]
 
-PANDA_JOINTS = tuple(f"panda_joint{k}" for k in range(1, 8)) + (
-    "panda_finger_joint1", "panda_finger_joint2")
+PANDA_JOINTS = (*(f"panda_joint{k}" for k in range(1, 8)), "panda_finger_joint1",
+                "panda_finger_joint2")
 WORLD_FRAME = "world"
 EE_FRAME = "panda_hand_tcp"
 
@@ -32,9 +31,7 @@ def camera_frame(name: str) -> str:
 
 
 def stamp(types: RosTypes, t: float) -> Any:
-    sec = math.floor(t)
-    return types.new("builtin_interfaces/msg/Time", sec=int(sec),
-                     nanosec=min(999_999_999, int(round((t - sec) * 1e9))))
+    return types.time(t)
 
 
 def _header(types: RosTypes, t: float, frame: str) -> Any:

@@ -27,6 +27,7 @@ import json
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ class Ros2RobotServer:
             self.skills[binding.skill] = binding.action
             self.servers[binding.skill] = ActionServer(
                 self.participant, binding.action, EXECUTE_SKILL,
-                on_goal=lambda gid, goal, s=binding.skill: self._on_goal(s, gid, goal),
+                on_goal=self._goal_handler(binding.skill),
                 on_cancel=self._on_cancel, clock=self.clock.wall)
         self._goal_of: dict[str, tuple[str, uuid.UUID]] = {}  # command id -> (skill, goal)
         self._goals_file = None if goals_file is None else Path(goals_file)
@@ -122,6 +123,9 @@ class Ros2RobotServer:
             elif state is RuntimeState.NOT_FOUND:
                 server.set_status(gid, GoalStatus.ABORTED, server.result(
                     reason="RUNTIME_RESTARTED: the runtime has no record of this command"))
+
+    def _goal_handler(self, skill: str) -> Callable[[uuid.UUID, Any], bool]:
+        return lambda gid, goal: self._on_goal(skill, gid, goal)
 
     def _on_goal(self, skill: str, gid: uuid.UUID, goal: Any) -> bool:
         try:

@@ -22,6 +22,7 @@ More actions come from a mapping file's ``interfaces`` (their ``.action`` text).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,7 +62,7 @@ float64 effort
 bool stalled
 bool reached_goal
 """,
-    "harness_msgs/action/ExecuteSkill": """# a skill command: its name, its id in the harness's ledger, the whole command as JSON
+    "harness_msgs/action/ExecuteSkill": """# a skill command: name, ledger id, command as JSON
 string skill
 string command_id
 string command_json
@@ -126,7 +127,7 @@ class RosTypes:
     def add_action(self, name: str, text: str) -> None:
         """Register action ``pkg/action/Name`` from its ``.action`` text, with the protocol's
         types built from it."""
-        pkg, kind, short = (name.split("/") + ["", ""])[:3]
+        pkg, kind, short = [*name.split("/"), "", ""][:3]
         if kind != "action" or not pkg or not short:
             raise DefinitionError("INVALID_ACTION", f"{name!r} is not an action type name",
                                   where=name, fix="write it like control_msgs/action/"
@@ -188,6 +189,12 @@ class RosTypes:
         if node == 3:
             return [self._default(int(sub_node), sub_arg, np) for _ in range(count)]
         return []
+
+    def time(self, t: float) -> Any:
+        """``builtin_interfaces/Time`` of ``t`` seconds."""
+        sec = math.floor(t)
+        return self.new("builtin_interfaces/msg/Time", sec=sec,
+                        nanosec=min(999_999_999, round((t - sec) * 1e9)))
 
     def serialize(self, message: Any, ros_type: str) -> bytes:
         """``message`` as CDR (little-endian, with the 4-byte encapsulation header)."""

@@ -79,6 +79,6 @@ def test_a_goal_field_naming_a_missing_param_is_refused_with_the_field() -> None
     mapping = load_mapping({"skills": {"grasp": {
         "action": "/g", "type": "control_msgs/action/GripperCommand",
         "goal": {"command.max_effort": "{params.force}"}}}}, types)
-    with pytest.raises(DefinitionError, match="goal field command.max_effort needs param "
+    with pytest.raises(DefinitionError, match=r"goal field command.max_effort needs param "
                        "'force'"):
         mapping.build_goal(types, mapping.binding("grasp"), _command("grasp"), None)

@@ -43,7 +43,7 @@ def test_type_names_live_in_the_dds_namespace_with_a_trailing_underscore() -> No
 
 @pytest.mark.parametrize("name", ["joint_states", "/", "/a//b", "/9lives", "/a/b/", "/a__b"])
 def test_a_relative_or_malformed_name_is_refused_with_the_name(name: str) -> None:
-    with pytest.raises(DefinitionError, match="ROS 2 name|invalid token") as err:
+    with pytest.raises(DefinitionError, match=r"ROS 2 name|invalid token") as err:
         topic_name(name)
     assert repr(name) in err.value.message
     assert err.value.fix

@@ -158,8 +158,9 @@ def test_a_restarted_robot_answers_for_the_goal_it_was_running_and_never_runs_it
     assert err.value.code == "RUNTIME_UNREACHABLE"
     robot.start()  # the same journal and goal file
     events = _until(bridge, lambda ev: "aborted" in _kinds(ev))
-    assert _kinds(events) == ["aborted"]
-    assert "RUNTIME_RESTARTED" in events[0].reason
+    # (progress it published before it died may still arrive first)
+    assert set(_kinds(events)[:-1]) <= {"progress"} and _kinds(events)[-1] == "aborted"
+    assert "RUNTIME_RESTARTED" in events[-1].reason
     assert bridge.query("wait-3").state is RuntimeState.ABORTED
     assert executors.STARTS["wait-3"] == 1  # never run again
     assert goal_uuid("wait-3") in robot.server.servers["wait"].goals  # type: ignore[union-attr]

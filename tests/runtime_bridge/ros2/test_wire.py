@@ -119,7 +119,7 @@ def test_two_processes_talk_over_loopback(processes: Any, domain: int,
 def test_a_domain_outside_ros2s_range_is_refused(types: RosTypes) -> None:
     from harness_bt.errors import BridgeError
 
-    with pytest.raises(BridgeError, match="ROS_DOMAIN_ID 300 is outside 0..232"):
+    with pytest.raises(BridgeError, match=r"ROS_DOMAIN_ID 300 is outside 0\.\.232"):
         Participant(300, types)
 
 
