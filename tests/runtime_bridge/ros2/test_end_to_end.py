@@ -73,3 +73,54 @@ def test_a_ros2_url_with_a_bad_domain_is_refused_naming_it(
     assert code != 0
     assert f"ros2://{domain}x" in out.err + out.out
     assert "is not a ROS_DOMAIN_ID" in out.err + out.out
+
+
+def test_a_robot_killed_mid_goal_and_restarted_reports_it_aborted_and_runs_it_only_once(
+        processes: Processes, domain: int, tmp_path: Path) -> None:
+    from harness_bt.errors import BridgeError
+    from harness_bt.ledger import Command
+    from runtime_bridge.ros2.bridge import Ros2Bridge
+    from runtime_bridge.ros2.mapping import DEFAULT_MAPPING, load_mapping
+
+    journal = tmp_path / "robot.db"
+    first = processes.start(sys.executable, "-m", "harness_bt.cli", "sim", "serve", "--ros2",
+                            "--ros2-domain", str(domain), "--ros2-journal", str(journal),
+                            env={"CYCLONEDDS_URI": os.environ["CYCLONEDDS_URI"]})
+    types = RosTypes()
+    bridge = Ros2Bridge(Participant(domain, types), load_mapping(DEFAULT_MAPPING, types),
+                        timeout_s=3.0)
+    try:
+        assert bridge.wait_for_servers(60.0, {"home"}) == []
+        slow = Command(command_id="home-1", task_id="t", robot_id="r", skill="home",
+                       params={"joints": [0.6, 0.0, 0.0, -2.0, 0.0, 2.0, 0.8],
+                               "speed_rad_s": 0.05},
+                       resources=("arm",), world_version=0, start_within_ms=5_000,
+                       execution_timeout_ms=600_000)
+        assert bridge.dispatch(slow).accepted
+        kinds: list[str] = []
+        for _ in range(3000):
+            kinds += [str(e.kind) for e in bridge.poll().events]
+            if "started" in kinds:
+                break
+            time.sleep(0.01)
+        assert kinds[:1] == ["started"]
+        first.kill()  # SIGKILL mid-goal
+        first.wait(20)
+        with pytest.raises(BridgeError, match="is gone"):
+            for _ in range(3000):  # until its DDS lease runs out
+                bridge.query("home-1")
+                time.sleep(0.01)
+        _serve(processes, domain, journal)  # the same journal
+        for _ in range(6000):
+            kinds += [str(e.kind) for e in bridge.poll().events]
+            if "aborted" in kinds:
+                break
+            time.sleep(0.01)
+        assert kinds[-1] == "aborted" and "control_done" not in kinds
+        status = bridge.query("home-1")
+        assert "RUNTIME_RESTARTED" in status.reason
+    finally:
+        bridge.close()
+    rows = read_rows(str(journal))
+    started = [e for e in json.loads(rows["home-1"][-1]) if e["kind"] == "started"]
+    assert len(started) == 1  # started once, in the first life; never again
