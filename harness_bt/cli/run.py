@@ -270,6 +270,9 @@ def run(
                                        "frames the harness perceives (JPEG, 5 per second per "
                                        "camera) in NAME.frames.tar beside the --trace, for "
                                        "harness replay and harness export."),
+    record_ros2: Path = typer.Option(None, "--record-ros2", help="With --runtime ros2://: "
+                                     "record the robot's ROS 2 topics in a new rosbag2 bag "
+                                     "(MCAP storage) at this directory (docs/ros2.md)."),
     console: str = typer.Option(None, "--console", help=CONSOLE_HELP),
     console_exit: bool = typer.Option(False, "--console-exit", help=CONSOLE_EXIT_HELP),
     console_paused: bool = typer.Option(False, "--console-paused", help=CONSOLE_PAUSED_HELP),
@@ -287,7 +290,8 @@ def run(
         _run_file, sim=sim, episodes=episodes, seed=seed, inject=inject, as_json=as_json,
         graph=graph, camera=camera, bridge=bridge, perception=perception, num_steps=num_steps,
         runtime=runtime, runtime_telemetry=runtime_telemetry, journal=journal, scene=scene,
-        record_frames=record_frames, console=console, console_paused=console_paused)
+        record_frames=record_frames, console=console, console_paused=console_paused,
+        record_ros2=record_ros2)
     if plan.chosen(task_file, instruction):
         plan.planned_run(plan.PlanArgs(instruction, planner, planner_url, planner_model,
                                        planner_timeout, replans, library, parse_set(set_),
@@ -305,11 +309,18 @@ def _run_file(task_file: Path, params: dict[str, Any], *, sim: str | None, episo
               runtime_telemetry: str | None, journal: Path | None, scene: str | None,
               record_frames: bool, console: str | None, console_paused: bool,
               finish: Callable[[RunReport, LiveConsole | None], None],
-              wrap: Callable[[RunWatch | None], RunWatch] | None = None) -> None:
+              wrap: Callable[[RunWatch | None], RunWatch] | None = None,
+              record_ros2: Path | None = None) -> None:
     """Run one task file (``harness run TASK``, or a planned run); ``finish`` reports,
     inside the live console's lifetime; ``wrap`` wraps the run's watch (the planner's)."""
     task = load_task(task_file, params=params)
     extra: dict[str, object] = {}
+    if record_ros2 is not None:
+        if not (runtime or "").startswith("ros2://"):
+            raise DefinitionError("INVALID_OPTION", f"--record-ros2 {record_ros2}: only a run "
+                                  "against a ROS 2 robot records its topics",
+                                  fix="pass --runtime ros2://[DOMAIN] too, or drop --record-ros2")
+        extra["record_ros2"] = str(record_ros2)
     if num_steps is not None:
         extra["num_steps"] = num_steps
     if runtime_telemetry is not None:

@@ -10,8 +10,9 @@ verdict is never inferred (``not_judged``). The domain id is the URL's (``ros2:/
 interface (docs/ros2.md).
 
 ``RunOptions.extra`` may hold ``mapping`` (a mapping file; default: the built-in simulator's),
-``connect_timeout_s``, ``tick_s``, ``max_age_s`` (observations older than this are refused)
-and ``cameras`` (camera names to subscribe to; default ``front``, ``left``).
+``connect_timeout_s``, ``tick_s``, ``max_age_s`` (observations older than this are refused),
+``cameras`` (camera names to subscribe to; default ``front``, ``left``) and ``record_ros2``
+(a new rosbag2 bag to record the robot's topics in: ``harness run --record-ros2``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from runtime_bridge.ros2.bridge import Ros2Bridge
 from runtime_bridge.ros2.dds import LOOPBACK_CONFIG, Participant
 from runtime_bridge.ros2.mapping import DEFAULT_MAPPING, load_mapping
 from runtime_bridge.ros2.observations import ObservationAssembler
+from runtime_bridge.ros2.record import BagRecorder, robot_topics
 from runtime_bridge.ros2.types import RosTypes
 from runtime_bridge.zmq.episodes import PacedClock
 
@@ -54,7 +56,8 @@ class Ros2Runtime:
 
     def __init__(self, domain: int, *, mapping: str | None = None, connect_timeout_s: float = 10.0,
                  tick_s: float = 0.05, max_age_s: float = 1.0,
-                 cameras: tuple[str, ...] = ("front", "left")) -> None:
+                 cameras: tuple[str, ...] = ("front", "left"),
+                 record: str | None = None) -> None:
         os.environ.setdefault("CYCLONEDDS_URI", LOOPBACK_CONFIG)
         self.url = f"ros2://{domain}"
         self._clock = PacedClock()
@@ -73,6 +76,9 @@ class Ros2Runtime:
                                      ("depth", f"/{name}/depth/image_raw", "sensor_msgs/msg/Image"),
                                      ("info", f"/{name}/camera_info",
                                       "sensor_msgs/msg/CameraInfo"))} for name in cameras}
+            self.recorder = None if record is None else BagRecorder(
+                record, self.participant, robot_topics(cameras, {
+                    b.action: b.action_type for b in self.mapping.bindings.values()}))
         except BaseException:
             self.participant.close()
             raise
@@ -132,6 +138,8 @@ class Ros2Runtime:
 
     def poll(self) -> PollResult:
         events = self.bridge.poll().events
+        if self.recorder is not None:
+            self.recorder.spin()
         observations: list[Observation] = []
         try:
             self._take_topics()
@@ -161,7 +169,11 @@ class Ros2Runtime:
             self.assembler.joint_state(joints[-1])
 
     def close(self) -> None:
-        self.bridge.close()
+        try:
+            if self.recorder is not None:
+                self.recorder.close()
+        finally:
+            self.bridge.close()
 
 
 def open_runtime(options: RunOptions) -> Ros2Runtime:
@@ -181,4 +193,6 @@ def open_runtime(options: RunOptions) -> Ros2Runtime:
                        connect_timeout_s=float(extra.get("connect_timeout_s", 10.0)),
                        tick_s=float(extra.get("tick_s", 0.05)),
                        max_age_s=float(extra.get("max_age_s", 1.0)),
-                       cameras=tuple(extra.get("cameras", ("front", "left"))))
+                       cameras=tuple(extra.get("cameras", ("front", "left"))),
+                       record=None if extra.get("record_ros2") is None
+                       else str(extra["record_ros2"]))

@@ -38,8 +38,9 @@ def test_pick_runs_against_the_simulators_arm_served_over_ros2(
     served = _serve(processes, domain, tmp_path / "robot.db", "--scene", "pick_cube",
                     "--seed", "3")
     assert served["actions"]["grasp"] == "/harness/skills/grasp"
+    bag = tmp_path / "robot_bag"
     code = main(["run", str(ROOT / "trees" / "pick.yaml"), "--runtime", f"ros2://{domain}",
-                 "--json"])
+                 "--record-ros2", str(bag), "--json"])
     report = json.loads(capfd.readouterr().out)
     assert code == 0, report
     episode = report["episodes"][0]
@@ -64,6 +65,38 @@ def test_pick_runs_against_the_simulators_arm_served_over_ros2(
     started = Counter(cid for cid, *_, events in rows
                       for e in json.loads(events) if e["kind"] == "started")
     assert started and all(n == 1 for n in started.values()), started
+    _check_bag(bag, skills={"approach", "grasp", "lift"})
+
+
+def _check_bag(bag: Path, *, skills: set[str]) -> None:
+    """The recorded bag: rosbags reads it back (types, counts, messages that decode), and the
+    mcap reader lists its channels with ROS 2 schemas."""
+    from mcap.reader import make_reader
+    from rosbags.rosbag2 import Reader
+
+    types = RosTypes()
+    with Reader(bag) as reader:
+        counts = {c.topic: (c.msgtype, c.msgcount) for c in reader.connections}
+        for conn, _, data in reader.messages():
+            if conn.topic == "/joint_states":
+                assert list(types.deserialize(data, conn.msgtype).name)[:1] == ["panda_joint1"]
+                break
+    assert counts["/joint_states"][0] == "sensor_msgs/msg/JointState"
+    assert counts["/joint_states"][1] > 10
+    assert counts["/tf"][1] > 10 and counts["/tf_static"][1] >= 1
+    assert counts["/front/image_raw"] == ("sensor_msgs/msg/Image", counts["/front/image_raw"][1])
+    for skill in skills:  # each goal's status went through the bag
+        status = counts[f"/harness/skills/{skill}/_action/status"]
+        assert status[0] == "action_msgs/msg/GoalStatusArray" and status[1] >= 2
+    mcap_files = sorted(bag.glob("*.mcap"))
+    assert len(mcap_files) == 1
+    with mcap_files[0].open("rb") as f:
+        summary = make_reader(f).get_summary()
+    assert summary is not None
+    channels = {c.topic: c for c in summary.channels.values()}
+    assert channels["/joint_states"].message_encoding == "cdr"
+    schema = summary.schemas[channels["/joint_states"].schema_id]
+    assert (schema.name, schema.encoding) == ("sensor_msgs/msg/JointState", "ros2msg")
 
 
 def test_a_ros2_url_with_a_bad_domain_is_refused_naming_it(
