@@ -2,15 +2,18 @@
 
 The backend (the built-in simulator's arm) is stepped by an
 :class:`~runtime_bridge.host.ExecutorHost` that runs the skills' executors, as the ZeroMQ
-runtime server does; what differs is the door. Each skill of the mapping whose action type is
-``harness_msgs/action/ExecuteSkill`` is served as a ROS 2 action server; every control
+runtime server does; what differs is the door. Each skill of the mapping is served as a ROS 2
+action server of its type: ``harness_msgs/action/ExecuteSkill`` carries the whole command; a
+standard action (``control_msgs/action/GripperCommand`` ...) is read back into the skill's
+params through the same mapping (:mod:`runtime_bridge.ros2.goals`). Every control
 period the server publishes ``/joint_states``, ``/tf`` (hand and cameras), each camera's
 ``/<camera>/image_raw``, ``/<camera>/depth/image_raw`` and ``/<camera>/camera_info``, and once
 ``/tf_static`` (transient local).
 
-Goals and commands: a goal carries its command (``command_json``); it is accepted when the
-host accepts the command, and only when its goal id is ``goal_uuid(command_id)`` (one command,
-one goal). The host's events move the goal: ``started`` -> EXECUTING, ``progress`` ->
+Goals and commands: an ExecuteSkill goal carries its command (``command_json``); it is
+accepted when the host accepts the command, and only when its goal id is
+``goal_uuid(command_id)`` (one command, one goal); a standard goal becomes the command
+``goal-<goal id>``. The host's events move the goal: ``started`` -> EXECUTING, ``progress`` ->
 feedback, ``control_done`` -> SUCCEEDED, ``aborted`` / ``rejected`` -> ABORTED (the reason
 in the result), ``stopped`` -> CANCELED. A cancel request is handed to the host and the goal
 is CANCELING until the host confirms the stop.
@@ -42,6 +45,7 @@ from runtime_bridge.host.journal import SqliteRuntimeJournal
 from runtime_bridge.ros2 import robot
 from runtime_bridge.ros2.actions import ActionServer, GoalStatus, goal_uuid
 from runtime_bridge.ros2.dds import Participant
+from runtime_bridge.ros2.goals import command_from_goal, feedback_fields, result_fields
 from runtime_bridge.ros2.mapping import SkillMapping
 from runtime_bridge.ros2.types import RosTypes
 
@@ -77,12 +81,11 @@ class Ros2RobotServer:
         self.participant = Participant(domain, types)
         self.servers: dict[str, ActionServer] = {}
         self.skills: dict[str, str] = {}
+        self.bindings = dict(mapping.bindings)
         for binding in mapping.bindings.values():
-            if binding.action_type != EXECUTE_SKILL:
-                continue
             self.skills[binding.skill] = binding.action
             self.servers[binding.skill] = ActionServer(
-                self.participant, binding.action, EXECUTE_SKILL,
+                self.participant, binding.action, binding.action_type,
                 on_goal=self._goal_handler(binding.skill),
                 on_cancel=self._on_cancel, clock=self.clock.wall)
         self._goal_of: dict[str, tuple[str, uuid.UUID]] = {}  # command id -> (skill, goal)
@@ -118,18 +121,32 @@ class Ros2RobotServer:
             status = _FROM_STATE.get(state)
             if status is not None:
                 reason = self.host.query(cid).reason
-                server.set_status(gid, status, server.result(reason=reason)
+                server.set_status(gid, status, self._result(skill, status, reason)
                                   if status.terminal else None)
             elif state is RuntimeState.NOT_FOUND:
-                server.set_status(gid, GoalStatus.ABORTED, server.result(
-                    reason="RUNTIME_RESTARTED: the runtime has no record of this command"))
+                server.set_status(gid, GoalStatus.ABORTED, self._result(
+                    skill, GoalStatus.ABORTED,
+                    "RUNTIME_RESTARTED: the runtime has no record of this command"))
+
+    def _result(self, skill: str, status: GoalStatus, reason: str) -> Any:
+        server, binding = self.servers[skill], self.bindings[skill]
+        if binding.action_type == EXECUTE_SKILL:
+            return server.result(reason=reason)
+        return server.result(**result_fields(binding, server.result(),
+                                             finished=status is GoalStatus.SUCCEEDED,
+                                             reason=reason))
 
     def _goal_handler(self, skill: str) -> Callable[[uuid.UUID, Any], bool]:
         return lambda gid, goal: self._on_goal(skill, gid, goal)
 
     def _on_goal(self, skill: str, gid: uuid.UUID, goal: Any) -> bool:
+        binding = self.bindings[skill]
         try:
-            command = Command.from_wire(json.loads(goal.command_json))
+            if binding.action_type == EXECUTE_SKILL:
+                command = Command.from_wire(json.loads(goal.command_json))
+            else:  # a standard action: the mapping read the other way
+                command = command_from_goal(binding, gid, goal, epoch=self.host.epoch)
+                return self._submit(skill, gid, command, None)
         except (ValueError, HarnessError, TypeError) as exc:
             log.warning("goal %s on %s refused: its command does not parse: %s", gid, skill, exc)
             return False
@@ -139,7 +156,11 @@ class Ros2RobotServer:
                         "and its goal id", gid, command.skill, command.command_id, skill)
             return False
         budget = float(goal.start_budget_ms)
-        ack = self.host.submit(command, start_budget_ms=budget if budget > 0 else None)
+        return self._submit(skill, gid, command, budget if budget > 0 else None)
+
+    def _submit(self, skill: str, gid: uuid.UUID, command: Command,
+                budget: float | None) -> bool:
+        ack = self.host.submit(command, start_budget_ms=budget)
         if not ack.accepted:
             log.warning("goal %s (%s) rejected: %s", gid, command.command_id, ack.reason)
             return False
@@ -169,10 +190,16 @@ class Ros2RobotServer:
                 server.set_status(found[1], GoalStatus.EXECUTING)
             elif kind == "progress":
                 progress = float("nan") if event.progress is None else float(event.progress)
-                server.feedback(found[1], progress=progress,
-                                stage=str(event.data.get("segment", "")))
+                binding = self.bindings[found[0]]
+                if binding.action_type == EXECUTE_SKILL:
+                    server.feedback(found[1], progress=progress,
+                                    stage=str(event.data.get("segment", "")))
+                else:
+                    sample = self.types.new(binding.action_type + "_Feedback")
+                    server.feedback(found[1], **feedback_fields(binding, sample, progress))
             elif kind in _TERMINAL:
-                server.set_status(found[1], _TERMINAL[kind], server.result(reason=event.reason))
+                status = _TERMINAL[kind]
+                server.set_status(found[1], status, self._result(found[0], status, event.reason))
 
     # ------------------------------------------------------------------ the loop
 

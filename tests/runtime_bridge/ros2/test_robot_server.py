@@ -26,13 +26,19 @@ from tests.runtime_bridge import executors
 SKILLS = ("move_to", "wait", "abort_after")
 
 
+GRIP = {"action": "/gripper_controller/gripper_cmd", "type": "control_msgs/action/GripperCommand",
+        "goal": {"command.position": "{params.width}", "command.max_effort": 20.0},
+        "progress": "position"}
+
+
 def _mapping(types: RosTypes) -> SkillMapping:
-    return load_mapping({"skills": {s: {
+    skills: dict[str, Any] = {s: {
         "action": f"/robot/{s}", "type": EXECUTE_SKILL, "progress": "progress",
         "reason": "reason", "goal": {"skill": "{skill}", "command_id": "{command_id}",
                                      "command_json": "{command_json}",
                                      "start_budget_ms": "{start_budget_ms}"}}
-        for s in SKILLS}}, types)
+        for s in SKILLS}
+    return load_mapping({"skills": {**skills, "grip": GRIP}}, types)
 
 
 def _command(cid: str, skill: str, **params: Any) -> Command:
@@ -164,3 +170,21 @@ def test_a_restarted_robot_answers_for_the_goal_it_was_running_and_never_runs_it
     assert bridge.query("wait-3").state is RuntimeState.ABORTED
     assert executors.STARTS["wait-3"] == 1  # never run again
     assert goal_uuid("wait-3") in robot.server.servers["wait"].goals  # type: ignore[union-attr]
+
+
+def test_a_skill_mapped_onto_gripper_command_runs_through_the_standard_action(
+        bridge: Ros2Bridge, robot: Robot) -> None:
+    ack = bridge.dispatch(_command("grip-1", "grip", width=0.04))
+    assert ack.accepted
+    events = _until(bridge, lambda ev: "control_done" in _kinds(ev))
+    assert _kinds(events)[0] == "started" and _kinds(events)[-1] == "control_done"
+    gid = goal_uuid("grip-1")
+    # the robot ran the skill the mapping names, with the param read back from the goal
+    assert executors.STARTS[f"goal-{gid}"] == 1
+    server = robot.server.servers["grip"]  # type: ignore[union-attr]
+    assert server.action_type == "control_msgs/action/GripperCommand"
+    assert server.goals[gid].result.reached_goal is True
+    observed = robot.server.host.observation  # type: ignore[union-attr]
+    assert observed is not None and observed.gripper_width == pytest.approx(0.04)
+    assert bridge.dispatch(_command("grip-1", "grip", width=0.04)).duplicate
+    assert executors.STARTS[f"goal-{gid}"] == 1
