@@ -9,6 +9,9 @@ verdict is never inferred (``not_judged``). The domain id is the URL's (``ros2:/
 (nothing leaves 127.0.0.1); to reach a robot on a network set ``CYCLONEDDS_URI`` to its
 interface (docs/ros2.md).
 
+The URL may carry settings: ``ros2://7?mapping=robot.yaml&cameras=front,wrist&max_age_s=0.5``
+(:data:`URL_SETTINGS`); ``RunOptions.extra`` may hold the same, and wins.
+
 ``RunOptions.extra`` may hold ``mapping`` (a mapping file; default: the built-in simulator's),
 ``connect_timeout_s``, ``tick_s``, ``max_age_s`` (observations older than this are refused),
 ``cameras`` (camera names to subscribe to; default ``front``, ``left``) and ``record_ros2``
@@ -34,21 +37,34 @@ from runtime_bridge.ros2.record import BagRecorder, robot_topics
 from runtime_bridge.ros2.types import RosTypes
 from runtime_bridge.zmq.episodes import PacedClock
 
-__all__ = ["Ros2Runtime", "open_runtime", "parse_ros2_url"]
+__all__ = ["URL_SETTINGS", "Ros2Runtime", "open_runtime", "parse_ros2_url"]
 
 
-def parse_ros2_url(url: str) -> int:
-    """The domain id of ``ros2://[DOMAIN]``."""
+#: Settings a ``ros2://`` URL may carry after ``?`` (``&``-separated ``NAME=VALUE``).
+URL_SETTINGS = ("mapping", "cameras", "connect_timeout_s", "max_age_s", "tick_s")
+
+
+def parse_ros2_url(url: str) -> tuple[int, dict[str, str]]:
+    """The domain id and the settings of ``ros2://[DOMAIN][?mapping=FILE&cameras=a,b...]``."""
     if not url.startswith("ros2://"):
         raise DefinitionError("INVALID_RUNTIME_URL", f"--runtime {url!r} is not ros2://[DOMAIN]",
                               where=url, fix="write ros2:// or ros2://7")
-    rest = url[len("ros2://"):].strip("/")
+    rest, _, query = url[len("ros2://"):].partition("?")
+    rest = rest.strip("/")
     if not rest:
         rest = os.environ.get("ROS_DOMAIN_ID", "0") or "0"
     if not rest.isdigit() or not 0 <= int(rest) <= 232:
         raise DefinitionError("INVALID_DOMAIN", f"--runtime {url!r}: domain {rest!r} is not a "
                               "ROS_DOMAIN_ID (0..232)", where=url, fix="write ros2://0 .. ros2://232")
-    return int(rest)
+    settings: dict[str, str] = {}
+    for item in filter(None, query.split("&")):
+        name, sep, value = item.partition("=")
+        if not sep or name not in URL_SETTINGS:
+            raise DefinitionError("INVALID_RUNTIME_URL", f"--runtime {url!r}: {item!r} is not "
+                                  f"NAME=VALUE with NAME one of {', '.join(URL_SETTINGS)}",
+                                  where=url, fix="write e.g. ros2://7?mapping=robot.yaml")
+        settings[name] = value
+    return int(rest), settings
 
 
 class Ros2Runtime:
@@ -179,7 +195,7 @@ class Ros2Runtime:
 def open_runtime(options: RunOptions) -> Ros2Runtime:
     """The ROS 2 robot on the domain of ``options.runtime_url`` (see the module docstring)."""
     url = options.runtime_url or "ros2://"
-    domain = parse_ros2_url(url)
+    domain, settings = parse_ros2_url(url)
     refused = [name for name, bad in (
         ("--sim", bool(options.sim_url)), ("--inject", bool(options.faults)),
         ("--camera", options.cameras is not None), ("--episodes", options.episodes != 1))
@@ -188,7 +204,17 @@ def open_runtime(options: RunOptions) -> Ros2Runtime:
         raise DefinitionError("UNSUPPORTED_OPTION", f"{', '.join(refused)} configure the built-in "
                               f"simulator; a ROS 2 robot at {url} runs its own scene", where=url,
                               fix="drop them, or start the robot with the settings you want")
-    extra: dict[str, Any] = dict(options.extra)
+    extra: dict[str, Any] = {**settings, **options.extra}
+    if isinstance(extra.get("cameras"), str):
+        extra["cameras"] = tuple(c for c in extra["cameras"].split(",") if c)
+    try:
+        numbers: dict[str, float] = {
+            k: float(extra[k]) for k in ("connect_timeout_s", "max_age_s", "tick_s")
+            if k in extra}
+    except ValueError as exc:
+        raise DefinitionError("INVALID_RUNTIME_URL", f"--runtime {url!r}: {exc}", where=url,
+                              fix="give the timeouts in seconds, e.g. max_age_s=0.5") from exc
+    extra.update(numbers)
     return Ros2Runtime(domain, mapping=extra.get("mapping"),
                        connect_timeout_s=float(extra.get("connect_timeout_s", 10.0)),
                        tick_s=float(extra.get("tick_s", 0.05)),
