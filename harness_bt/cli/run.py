@@ -342,7 +342,7 @@ def _run_file(task_file: Path, params: dict[str, Any], *, sim: str | None, episo
         RunJournal.check_new(journal)  # before connecting: connecting takes a control epoch
     if runtime and bridge == "inproc":  # the URL's scheme names the bridge (tcp:// is zmq)
         scheme = runtime.partition("://")[0] if "://" in runtime else ""
-        bridge = scheme if scheme in ("ros2", "zenoh") else "zmq"
+        bridge = "ros2" if scheme == "ros2" else "zmq"
     options = RunOptions(task=task.name, sim_url=sim, episodes=episodes, seed=seed,
                          faults=parse_inject(inject), cameras=tuple(camera) if camera else None,
                          extra=extra, runtime_url=runtime, scene=scene or task.scene,

@@ -16,12 +16,30 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from harness_bt.errors import DefinitionError
 from harness_bt.runtime.executor import load_executors
 from runtime_bridge.ros2.dds import LOOPBACK_CONFIG
 from runtime_bridge.ros2.mapping import DEFAULT_MAPPING, load_mapping
 from runtime_bridge.ros2.types import RosTypes
 
-__all__ = ["build_server", "serve_ros2"]
+__all__ = ["build_server", "refuse_http_options", "serve_ros2"]
+
+
+def refuse_http_options(*, scenes: list[str], episodes: int, num_steps: int,
+                        camera: list[str] | None, token: str | None, workers: int,
+                        faults: tuple[float, ...]) -> None:
+    """``harness sim serve --ros2`` serves one scene as a robot: the HTTP server's options are
+    refused, not ignored."""
+    given = [name for name, bad in (
+        ("a second --scene", len(scenes) > 1), ("--episodes", episodes != 10),
+        ("--num-steps", num_steps != 600), ("--camera", bool(camera)), ("--token", bool(token)),
+        ("--workers", workers != 0), ("--fault-*", any(f != 0.0 for f in faults))) if bad]
+    if given:
+        raise DefinitionError("UNSUPPORTED_OPTION", f"{', '.join(given)}: options of the HTTP "
+                              "simulator; --ros2 serves one scene as a robot (one layout from "
+                              "--seed, an episode that does not end, the front and left cameras)",
+                              where="harness sim serve --ros2",
+                              fix="drop them (docs/ros2.md)")
 
 
 def build_server(*, scene: str, params: Mapping[str, Any] | None, seed: int, domain: int,

@@ -109,7 +109,12 @@ def serve(
 ) -> None:
     """Serve the GenManip HTTP routes (/create_workers, /reset, /step, /kill; GET /docs)."""
     if ros2:
-        from runtime_bridge.ros2.serve import serve_ros2
+        from runtime_bridge.ros2.serve import refuse_http_options, serve_ros2
+
+        refuse_http_options(scenes=scene, episodes=episodes, num_steps=num_steps, camera=camera,
+                            token=token, workers=workers, faults=(fault_nudge, fault_slip,
+                                                                  fault_occlude, fault_drop,
+                                                                  fault_delay))
 
         serve_ros2(scene=scene[0], params=parse_sets(set_) or None, seed=seed,
                    domain=ros2_domain, mapping=ros2_mapping, journal=ros2_journal,

@@ -40,3 +40,14 @@ def test_simulator_options_are_refused_against_a_ros2_robot() -> None:
                        "simulator"):
         open_runtime(RunOptions(task="pick", runtime_url="ros2://5", faults={"slip": 0.5},
                                 episodes=3))
+
+
+def test_serve_ros2_refuses_the_http_simulators_options(
+        capfd: pytest.CaptureFixture[str]) -> None:
+    from harness_bt.cli import main
+
+    code = main(["sim", "serve", "--ros2", "--episodes", "3", "--fault-slip", "0.5"])
+    out = capfd.readouterr()
+    assert code != 0
+    assert "--episodes, --fault-*: options of the HTTP simulator; --ros2 serves one scene" in \
+        out.err + out.out
