@@ -190,6 +190,9 @@ def run(
                                        "frames the harness perceives (JPEG, 5 per second per "
                                        "camera) in NAME.frames.tar beside the --trace, for "
                                        "harness replay and harness export."),
+    record_ros2: Path = typer.Option(None, "--record-ros2", help="With --runtime ros2://: "
+                                     "record the robot's ROS 2 topics in a new rosbag2 bag "
+                                     "(MCAP storage) at this directory (docs/ros2.md)."),
     console: str = typer.Option(None, "--console", help=CONSOLE_HELP),
     console_exit: bool = typer.Option(False, "--console-exit", help=CONSOLE_EXIT_HELP),
     console_paused: bool = typer.Option(False, "--console-paused", help=CONSOLE_PAUSED_HELP),
@@ -210,7 +213,8 @@ def run(
         camera=tuple(camera) if camera else None, bridge=bridge, perception=perception,
         num_steps=num_steps, runtime=runtime, runtime_telemetry=runtime_telemetry,
         journal=journal, scene=scene, record_frames=record_frames, console=console,
-        console_paused=console_paused, foxglove=foxglove, foxglove_wait=foxglove_wait)
+        console_paused=console_paused, foxglove=foxglove, foxglove_wait=foxglove_wait,
+        record_ros2=record_ros2)
     one = functools.partial(_run_file, request=request)
     if plan.chosen(task_file, instruction):
         plan.planned_run(plan.PlanArgs(instruction, planner, planner_url, planner_model,
@@ -246,6 +250,7 @@ class RunRequest:
     console_paused: bool
     foxglove: str | None
     foxglove_wait: bool
+    record_ros2: Path | None = None
 
 
 def _run_file(task_file: Path, params: dict[str, Any], *, request: RunRequest,
@@ -259,6 +264,13 @@ def _run_file(task_file: Path, params: dict[str, Any], *, request: RunRequest,
     sim, runtime, journal, bridge, as_json = r.sim, r.runtime, r.journal, r.bridge, r.as_json
     task = load_task(task_file, params=params)
     extra: dict[str, object] = {}
+    if r.record_ros2 is not None:
+        if not (runtime or "").startswith("ros2://"):
+            raise DefinitionError("INVALID_OPTION", f"--record-ros2 {r.record_ros2}: only a "
+                                  "run against a ROS 2 robot records its topics",
+                                  fix="pass --runtime ros2://[DOMAIN] too, or drop "
+                                      "--record-ros2")
+        extra["record_ros2"] = str(r.record_ros2)
     if r.num_steps is not None:
         extra["num_steps"] = r.num_steps
     if r.runtime_telemetry is not None:
@@ -279,8 +291,9 @@ def _run_file(task_file: Path, params: dict[str, Any], *, request: RunRequest,
                 "and pass --runtime tcp://127.0.0.1:5555")
     if journal is not None:
         RunJournal.check_new(journal)  # before connecting: connecting takes a control epoch
-    if runtime and bridge == "inproc":
-        bridge = "zmq"
+    if runtime and bridge == "inproc":  # the URL's scheme names the bridge (tcp:// is zmq)
+        scheme = runtime.partition("://")[0] if "://" in runtime else ""
+        bridge = "ros2" if scheme == "ros2" else "zmq"
     if r.record_frames and trace is None:
         raise DefinitionError("INVALID_OPTION", "--record-frames: the frames go beside the "
                               "trace, and there is none", fix="pass --trace run.jsonl too")

@@ -94,8 +94,33 @@ def serve(
                                 "now, worker ids 0..K-1, sharing the episode queue (harness "
                                 "eval --sim URL --workers K drives them; more ids are created "
                                 "on demand)."),
+    ros2: bool = typer.Option(False, "--ros2", help="Serve the arm as a ROS 2 robot over DDS "
+                              "instead (action servers and topics; docs/ros2.md)."),
+    ros2_domain: int = typer.Option(0, "--ros2-domain", envvar="ROS_DOMAIN_ID",
+                                    help="--ros2: the ROS_DOMAIN_ID."),
+    ros2_mapping: str = typer.Option(None, "--ros2-mapping", help="--ros2: the skill -> "
+                                     "action mapping file (default: the built-in one)."),
+    ros2_journal: str = typer.Option(None, "--ros2-journal", help="--ros2: a SQLite file "
+                                     "for the runtime's record (and FILE.goals for the goals), "
+                                     "so a restart answers for the goals of the last one."),
+    ros2_truth: bool = typer.Option(False, "--ros2-truth", help="--ros2: publish the "
+                                    "simulator's ground truth on /harness/sim/truth (tests, "
+                                    "benchmarks)."),
 ) -> None:
     """Serve the GenManip HTTP routes (/create_workers, /reset, /step, /kill; GET /docs)."""
+    if ros2:
+        from runtime_bridge.ros2.serve import refuse_http_options, serve_ros2
+
+        refuse_http_options(scenes=scene, episodes=episodes, num_steps=num_steps, camera=camera,
+                            token=token, workers=workers, faults=(fault_nudge, fault_slip,
+                                                                  fault_occlude, fault_drop,
+                                                                  fault_delay))
+
+        serve_ros2(scene=scene[0], params=parse_sets(set_) or None, seed=seed,
+                   domain=ros2_domain, mapping=ros2_mapping, journal=ros2_journal,
+                   goals_file=None if ros2_journal is None else ros2_journal + ".goals",
+                   truth=ros2_truth)
+        return
     from harness_bt import listen
     from runtime_bridge.sim.server import create_sim_app
 
