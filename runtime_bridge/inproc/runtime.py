@@ -39,6 +39,7 @@ from harness_bt.runtime.episodes import EpisodeEnd, EpisodeStart
 from harness_bt.runtime.executor import ExecutorFactory, executable_skills
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.host import ExecutorHost, HostConfig
+from runtime_bridge.inproc.frames import DEFAULT_MONITOR_HZ, FramePolicy
 
 __all__ = ["MAX_STEP_FAILURES", "InProcRuntime"]
 
@@ -63,7 +64,7 @@ class InProcRuntime:
 
     def __init__(self, backend: Backend, executors: ExecutorFactory, *,
                  host_config: HostConfig | None = None, clock: SimClock | None = None,
-                 num_steps: int | None = None) -> None:
+                 num_steps: int | None = None, monitor_hz: float = DEFAULT_MONITOR_HZ) -> None:
         self.backend = backend
         self._clock = clock or SimClock(dt=backend.control_period_s)
         self.host = ExecutorHost(backend, executors, clock=self._clock,
@@ -80,6 +81,11 @@ class InProcRuntime:
         self.episodes: list[EpisodeEnd] = []
         self.steps = 0
         self._failures = 0
+        source = getattr(backend, "frames", None)
+        #: frames on demand (a simulator that renders on demand), else None
+        self.frames = None if source is None else FramePolicy(
+            source, backend.observe_now,  # type: ignore[attr-defined]
+            control_period_s=backend.control_period_s, monitor_hz=monitor_hz)
 
     # ------------------------------------------------------------------ properties
 
@@ -166,6 +172,8 @@ class InProcRuntime:
         if not getattr(self.backend, "judged", True) and not ep.over:
             max_hold_steps = 0  # nothing to wait for: the simulator judges nothing
             ep.notes.append("the simulator does not judge this scene (no success condition)")
+        if self.frames is not None:
+            self.frames.holding = True  # nobody reads the steps that hold an episode
         while not ep.over and (max_hold_steps is None or ep.held < max_hold_steps):
             ep.held += 1
             self._advance()
@@ -174,6 +182,8 @@ class InProcRuntime:
                 ep.ended_by = "error"
                 ep.notes.append(f"{self._failures} simulator steps in a row failed; the "
                                 "episode cannot be held to its end")
+        if self.frames is not None:
+            self.frames.holding = False
         self._events()
         notices = [{"kind": n.kind, "worker_id": n.worker_id, **n.data}
                    for n in self._take_notices()]
@@ -201,6 +211,8 @@ class InProcRuntime:
         """One simulator step; the observation to deliver (None at an episode's end)."""
         ep = self._episode
         assert ep is not None
+        if self.frames is not None:
+            self.frames.before_step(self.host.active_executors())
         try:
             result = self.host.step()
         except BridgeError as exc:
@@ -215,6 +227,8 @@ class InProcRuntime:
         self._failures = 0
         self.steps += 1
         obs = result.observation
+        if self.frames is not None and not obs.reset:
+            obs = self.frames.after_step(obs, result.events, self.host.active())
         if obs.reset:
             self._next_first = obs
             self._end(ep, "")
