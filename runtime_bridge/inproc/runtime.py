@@ -26,7 +26,7 @@ One thread drives it (the runner's).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,6 +201,21 @@ class InProcRuntime:
                           "notes": list(ep.notes), "notices": notices})
         self.episodes.append(end)
         return end
+
+    def want_frames(self, reader: str, rate_hz: float) -> None:
+        """``reader`` (a recording, a console) reads each camera's frames at ``rate_hz`` while
+        commands run. Only a simulator rendering on demand needs telling; with another one it
+        changes nothing (its observations carry frames every step)."""
+        if self.frames is not None:
+            every_step = 1.0 / self.control_period_s  # a rate <= 0: every frame there is
+            rate = every_step if isinstance(rate_hz, (int, float)) and rate_hz <= 0 else rate_hz
+            self.frames.want(reader, rate * max(1, len(self.frames.source.names)))
+
+    def request_frames(self, cameras: Iterable[str] | None = None) -> None:
+        """The next observation carries frames of ``cameras`` (None: the next camera in turn),
+        with a simulator rendering on demand; with another one it changes nothing."""
+        if self.frames is not None:
+            self.frames.request(cameras)
 
     def final_metric(self) -> Mapping[str, float] | None:
         return self._metric

@@ -1,0 +1,151 @@
+"""The in-process runtime's frames on demand: a frame when the harness looks (no command
+running, or one just ended), every step for executors that read frames, at the watch rate
+otherwise, none while an episode is held to its end; and end to end over the simulator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from harness_bt.errors import DefinitionError
+from harness_bt.ledger import CommandEvent, EventKind
+from harness_bt.runtime.observation import CameraFrame, EePose, Observation
+from runtime_bridge.inproc import InProcRuntime
+from runtime_bridge.inproc.frames import FramePolicy
+from runtime_bridge.sim import SimBackend, SimConfig, parse_camera_spec
+from skills.executors import executor_registry
+
+
+class Source:
+    """The simulator's frame requests, recorded."""
+
+    names = ("front", "left")
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+        self.turn = 0
+
+    def request(self, cameras: Iterable[str] | None = None) -> None:
+        self.requests.append(None if cameras is None else list(cameras))
+
+    def next_in_turn(self) -> str | None:
+        name = self.names[self.turn % 2]
+        self.turn += 1
+        return name
+
+
+class Blind:
+    reads_frames = False
+
+
+class Unsaid:
+    """An executor that does not say whether it reads frames."""
+
+
+def obs(timestep: int, cameras: Iterable[str] = ()) -> Observation:
+    frames = {n: CameraFrame(None, None, np.eye(3), np.zeros(3), np.array([1.0, 0, 0, 0]))
+              for n in cameras}
+    return Observation(frames, np.zeros(9), (EePose(np.zeros(3), np.array([1.0, 0, 0, 0])),),
+                       "", timestep, reset=False)
+
+
+def event(kind: EventKind) -> CommandEvent:
+    return CommandEvent(command_id="c", kind=kind, seq=1)
+
+
+@pytest.fixture
+def source() -> Source:
+    return Source()
+
+
+def policy(source: Source, rendered: list[set[str]], hz: float = 6.0) -> FramePolicy:
+    def observe_now(cameras: set[str]) -> Observation:
+        rendered.append(cameras)
+        return obs(-1, cameras)
+
+    return FramePolicy(source, observe_now, control_period_s=1 / 30, monitor_hz=hz)
+
+
+def test_a_step_with_no_command_running_is_rendered_after_it_one_camera_in_turn(
+        source: Source) -> None:
+    rendered: list[set[str]] = []
+    frames = policy(source, rendered)
+    out = [frames.after_step(obs(t), (), {}) for t in (1, 2, 3)]
+    assert rendered == [{"front"}, {"left"}, {"front"}]
+    assert [sorted(o.cameras) for o in out] == [["front"], ["left"], ["front"]]
+    assert frames.counts == {"before": 0, "after": 3, "none": 0}
+
+
+def test_while_a_blind_command_runs_frames_come_at_the_watch_rate_and_on_its_end(
+        source: Source) -> None:
+    rendered: list[set[str]] = []
+    frames = policy(source, rendered, hz=6.0)  # every 5 steps at 30 steps/s
+    assert frames.period_steps == 5
+    delivered = []
+    for t in range(1, 11):
+        frames.before_step([Blind()])
+        asked = bool(source.requests)
+        source.requests.clear()
+        o = obs(t, ["front"] if asked else ())
+        delivered.append(bool(frames.after_step(o, [event(EventKind.PROGRESS)], {"c": 1}).cameras))
+    assert delivered == [False, False, False, False, True] * 2
+    assert rendered == []
+    ended = frames.after_step(obs(11), [event(EventKind.CONTROL_DONE)], {"d": 1})
+    assert sorted(ended.cameras) == ["front"] and rendered == [{"front"}]
+
+
+def test_an_executor_that_reads_frames_or_does_not_say_gets_a_frame_every_step(
+        source: Source) -> None:
+    frames = policy(source, [])
+    for executors in ([Unsaid()], [Blind(), Unsaid()]):
+        frames.before_step(executors)
+        frames.after_step(obs(1, ["front"]), (), {"c": 1})
+    frames.before_step([Blind()])
+    assert source.requests == [None, None]
+
+
+def test_nothing_is_rendered_while_an_episode_is_held_to_its_end(source: Source) -> None:
+    rendered: list[set[str]] = []
+    frames = policy(source, rendered, hz=30.0)
+    frames.holding = True
+    for t in range(5):
+        frames.before_step([Unsaid()])
+        assert not frames.after_step(obs(t), [event(EventKind.CONTROL_DONE)], {}).cameras
+    assert (source.requests, rendered) == ([], [])
+    assert frames.counts["none"] == 5
+
+
+def test_a_reader_asking_a_higher_rate_raises_the_watch_rate_and_a_bad_rate_is_refused(
+        source: Source) -> None:
+    frames = policy(source, [], hz=2.0)
+    assert frames.period_steps == 15
+    frames.want("recording", 10.0)
+    assert (frames.monitor_hz, frames.period_steps) == (10.0, 3)
+    frames.want("console", 1.0)
+    assert frames.period_steps == 3
+    with pytest.raises(DefinitionError, match="recording rate_hz='fast' is not a positive"):
+        frames.want("recording", "fast")  # type: ignore[arg-type]
+    with pytest.raises(DefinitionError, match="monitor_hz=0 is not a positive number"):
+        policy(source, [], hz=0)
+
+
+def test_the_runtime_renders_for_the_harness_and_not_while_it_holds_the_episode() -> None:
+    cams = (parse_camera_spec("front:32x24"), parse_camera_spec("top:32x24"))
+    backend = SimBackend(SimConfig(scenes=("pick_cube",), cameras=cams, render="on_demand",
+                                   num_steps=30, success_hold_steps=5))
+    runtime = InProcRuntime(backend, executor_registry(), monitor_hz=10.0)
+    try:
+        runtime.start_episode()
+        first = runtime.poll().observations[0]
+        assert first.reset and sorted(first.cameras) == ["front", "top"]
+        idle = [sorted(o.cameras) for _ in range(2) for o in runtime.poll().observations]
+        assert idle == [["front"], ["top"]]  # nothing runs: the harness is looking
+        end = runtime.finish_episode()
+        assert end.ended_by == "timeout" and end.hold_steps == 28
+        assert runtime.frames is not None and runtime.frames.counts["none"] == 27
+        assert backend.env.frames.rendered == 4
+    finally:
+        runtime.close()
