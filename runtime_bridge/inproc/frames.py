@@ -33,7 +33,7 @@ from harness_bt.runtime.observation import Observation
 __all__ = ["DEFAULT_MONITOR_HZ", "LOOK_EVENTS", "FramePolicy", "FrameSource"]
 
 #: Frames per second while commands run and nobody else asks for more.
-DEFAULT_MONITOR_HZ = 6.0
+DEFAULT_MONITOR_HZ = 2.0
 
 #: Events after which the harness looks at once (an evaluation, or a recovery decision).
 LOOK_EVENTS = frozenset({EventKind.CONTROL_DONE, EventKind.ABORTED, EventKind.STOPPED,
