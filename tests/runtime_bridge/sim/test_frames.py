@@ -92,3 +92,10 @@ def test_an_occlusion_fault_paints_frames_rendered_after_the_step_too() -> None:
         assert any((want[n]["rgb"] == 40).all(axis=-1).any() for n in want)
         for name in want:
             assert np.array_equal(got[name]["rgb"], want[name]["rgb"])
+
+
+def test_the_server_refuses_to_render_on_demand_for_clients_that_read_every_step() -> None:
+    from runtime_bridge.sim import create_sim_app
+
+    with pytest.raises(DefinitionError, match="a GenManip client asks for images with every"):
+        create_sim_app(SimConfig(cameras=CAMS, render="on_demand"))
