@@ -104,6 +104,16 @@ class FramePolicy:
                 or self._since + 1 >= self.period_steps:
             self.source.request(None)
 
+    def quiet(self, obs: Observation, events: Iterable[CommandEvent],
+              executors: Iterable[object]) -> bool:
+        """Whether the harness has nothing to look at after this step: no frame, nothing but
+        progress reported, and only executors running that read no frames (the in-process
+        runtime then steps again within the same harness tick)."""
+        executors = list(executors)
+        return (not self.holding and not obs.cameras and not obs.reset and bool(executors)
+                and all(e.kind == EventKind.PROGRESS for e in events)
+                and not any(getattr(e, "reads_frames", True) for e in executors))
+
     def after_step(self, obs: Observation, events: Iterable[CommandEvent],
                    active: Mapping[str, object]) -> Observation:
         """The observation to hand on: with a frame rendered now when the harness will look

@@ -14,7 +14,10 @@ from runtime_bridge.inproc.frames import DEFAULT_MONITOR_HZ
 from runtime_bridge.inproc.runtime import InProcRuntime
 from runtime_bridge.sim.config import DEFAULT_CAMERAS, DEFAULT_HOLD_STEPS
 
-__all__ = ["DEFAULT_CAMERAS", "DEFAULT_HOLD_STEPS", "open_runtime"]
+__all__ = ["DEFAULT_BATCH_STEPS", "DEFAULT_CAMERAS", "DEFAULT_HOLD_STEPS", "open_runtime"]
+
+#: Most simulator steps one poll of ``harness run`` in-process runs while nobody looks.
+DEFAULT_BATCH_STEPS = 15
 
 _SIM_FAULTS = ("nudge", "slip", "occlude")
 _TRANSPORT_FAULTS = ("drop", "delay")
@@ -44,8 +47,10 @@ def open_runtime(options: RunOptions) -> InProcRuntime:
     600; for a server, overrides what it reports), ``success_hold_steps``, ``render`` (built-in
     simulator: ``on_demand``, the default, frames only for the steps someone reads
     (:mod:`runtime_bridge.inproc.frames`); ``round_robin``, one camera every step; or ``all``)
-    and ``frame_hz`` (``on_demand``: frames per second while commands run, default
-    :data:`~runtime_bridge.inproc.frames.DEFAULT_MONITOR_HZ`)."""
+    ``frame_hz`` (``on_demand``: frames per second while commands run, default
+    :data:`~runtime_bridge.inproc.frames.DEFAULT_MONITOR_HZ`) and ``batch_steps``
+    (``on_demand``: most steps one poll runs while nobody looks, default
+    :data:`DEFAULT_BATCH_STEPS`; 1: one step per poll)."""
     extra = dict(options.extra)
     executors = load_executors(extra.get("executors"))
     if options.sim_url:
@@ -84,4 +89,5 @@ def open_runtime(options: RunOptions) -> InProcRuntime:
         render=str(extra.get("render", "on_demand")),
     )
     return InProcRuntime(SimBackend(config), executors,
-                         monitor_hz=extra.get("frame_hz", DEFAULT_MONITOR_HZ))
+                         monitor_hz=extra.get("frame_hz", DEFAULT_MONITOR_HZ),
+                         batch_steps=extra.get("batch_steps", DEFAULT_BATCH_STEPS))

@@ -9,7 +9,11 @@ plus the episode protocol of :mod:`harness_bt.runtime.episodes`:
 - ``poll`` advances the simulator by one control step (the simulator's ``/step`` is the
   clock: :attr:`clock` is a :class:`~harness_bt.clock.SimClock` the caller advances by
   ``control_period_s`` per tick) and returns the executors' lifecycle events (started,
-  progress, control done, aborted, stopped) and the new observation;
+  progress, control done, aborted, stopped) and the new observation. With a simulator that
+  renders on demand (:mod:`runtime_bridge.inproc.frames`) and ``batch_steps`` > 1, a poll
+  runs up to ``batch_steps`` steps while nobody looks (no frame, nothing but progress, only
+  executors that read no frames): the clock advances one period per extra step, and the
+  harness gets the last observation and every event, in one tick;
 - an episode the simulator ends inside a step (success, or out of steps) is noticed from the
   reset observation that step returns: the host ends the commands that were running in it
   (``EPISODE_ENDED``), the next episode's first observation is kept for
@@ -31,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness_bt.clock import SimClock
-from harness_bt.errors import BridgeError
+from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import Command, CommandEvent
 from harness_bt.runtime.backend import Backend
 from harness_bt.runtime.bridge import Ack, BridgeNotice, PollResult, RuntimeStatus
@@ -64,7 +68,8 @@ class InProcRuntime:
 
     def __init__(self, backend: Backend, executors: ExecutorFactory, *,
                  host_config: HostConfig | None = None, clock: SimClock | None = None,
-                 num_steps: int | None = None, monitor_hz: float = DEFAULT_MONITOR_HZ) -> None:
+                 num_steps: int | None = None, monitor_hz: float = DEFAULT_MONITOR_HZ,
+                 batch_steps: int = 1) -> None:
         self.backend = backend
         self._clock = clock or SimClock(dt=backend.control_period_s)
         self.host = ExecutorHost(backend, executors, clock=self._clock,
@@ -81,6 +86,12 @@ class InProcRuntime:
         self.episodes: list[EpisodeEnd] = []
         self.steps = 0
         self._failures = 0
+        if isinstance(batch_steps, bool) or not isinstance(batch_steps, int) or batch_steps < 1:
+            raise DefinitionError("BAD_BATCH", f"batch_steps={batch_steps!r} must be an int >= 1",
+                                  where="InProcRuntime", fix="use 1 (one step per poll) or e.g. 15")
+        #: most simulator steps one poll runs while nobody looks (frames on demand only)
+        self.batch_steps = batch_steps
+        self._quiet = False
         source = getattr(backend, "frames", None)
         #: frames on demand (a simulator that renders on demand), else None
         self.frames = None if source is None else FramePolicy(
@@ -130,6 +141,11 @@ class InProcRuntime:
             observations, self._pending = self._pending, []
         elif self._episode is not None and not self._episode.over:
             obs = self._advance()
+            for _ in range(self.batch_steps - 1):  # steps nobody looks at: one tick for all
+                if obs is None or not self._quiet:
+                    break
+                self._clock.advance(self.control_period_s)
+                obs = self._advance()
             if obs is not None:
                 observations.append(obs)
         return PollResult(tuple(self._events()), tuple(observations), tuple(self._take_notices()))
@@ -226,6 +242,7 @@ class InProcRuntime:
         """One simulator step; the observation to deliver (None at an episode's end)."""
         ep = self._episode
         assert ep is not None
+        self._quiet = False
         if self.frames is not None:
             self.frames.before_step(self.host.active_executors())
         try:
@@ -244,6 +261,7 @@ class InProcRuntime:
         obs = result.observation
         if self.frames is not None and not obs.reset:
             obs = self.frames.after_step(obs, result.events, self.host.active())
+            self._quiet = self.frames.quiet(obs, result.events, self.host.active_executors())
         if obs.reset:
             self._next_first = obs
             self._end(ep, "")

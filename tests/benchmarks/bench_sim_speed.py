@@ -8,7 +8,9 @@ turns episode by episode, so a busy machine slows them alike. Modes:
 - ``round_robin``: every step renders one camera in turn, also the steps that hold an episode
   to its end (the default before frames on demand): the baseline;
 - ``on_demand``: frames only for the steps someone reads (``runtime_bridge.inproc.frames``)
-  at the default watch rate; ``on_demand@HZ`` at another rate.
+  at the default watch rate (``on_demand@HZ``: at another), one step per harness tick;
+- ``batched``: frames on demand, and up to 15 steps per harness tick while nobody looks (what
+  ``harness run`` does by default).
 
 Per mode it prints the task's successes and the simulator's, false successes, the median
 simulated / wall ratio until the task ended (what ``harness run`` reports as ``sim s`` and
@@ -16,7 +18,7 @@ simulated / wall ratio until the task ended (what ``harness run`` reports as ``s
 rendered per step, and each mode's ratio against the baseline. Nothing is asserted.
 
     python tests/benchmarks/bench_sim_speed.py                      # 3 episodes per mode
-    python tests/benchmarks/bench_sim_speed.py --episodes 5 --modes round_robin,on_demand@3
+    python tests/benchmarks/bench_sim_speed.py --episodes 5 --modes round_robin,batched@6
 """
 
 from __future__ import annotations
@@ -38,13 +40,19 @@ from runtime_bridge.inproc import open_runtime  # noqa: E402
 
 
 def _extra(mode: str) -> dict[str, Any]:
-    if mode in ("round_robin", "all"):
-        return {"render": mode}
-    if mode == "on_demand":
-        return {"render": "on_demand"}
-    if mode.startswith("on_demand@"):
-        return {"render": "on_demand", "frame_hz": float(mode.split("@", 1)[1])}
-    raise SystemExit(f"unknown mode {mode!r}: use round_robin, all, on_demand or on_demand@HZ")
+    """``round_robin`` / ``all``; ``on_demand[@HZ]`` (one step per poll); ``batched[@HZ]``
+    (frames on demand and up to 15 steps per poll while nobody looks: the defaults)."""
+    base, _, hz = mode.partition("@")
+    if base in ("round_robin", "all") and not hz:
+        return {"render": base, "batch_steps": 1}
+    if base not in ("on_demand", "batched"):
+        raise SystemExit(f"unknown mode {mode!r}: use round_robin, all, on_demand[@HZ] or "
+                         "batched[@HZ]")
+    extra: dict[str, Any] = {"render": "on_demand", "batch_steps": 1 if base == "on_demand"
+                             else 15}
+    if hz:
+        extra["frame_hz"] = float(hz)
+    return extra
 
 
 def one_episode(task_file: Path, mode: str, seed: int) -> dict[str, Any]:
@@ -76,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--task", default=str(ROOT / "trees" / "pick_and_place.yaml"))
     ap.add_argument("--episodes", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1000)
-    ap.add_argument("--modes", default="round_robin,on_demand")
+    ap.add_argument("--modes", default="round_robin,on_demand,batched")
     ap.add_argument("--cpu", type=int, default=0, help="pin to this core (-1: do not pin)")
     args = ap.parse_args(argv)
     if args.cpu >= 0 and hasattr(os, "sched_setaffinity"):

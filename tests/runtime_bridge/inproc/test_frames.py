@@ -4,6 +4,7 @@ otherwise, none while an episode is held to its end; and end to end over the sim
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,6 +18,7 @@ from runtime_bridge.inproc import InProcRuntime
 from runtime_bridge.inproc.frames import FramePolicy
 from runtime_bridge.sim import SimBackend, SimConfig, parse_camera_spec
 from skills.executors import executor_registry
+from tests.runtime_bridge.inproc.test_runtime import command
 
 
 class Source:
@@ -149,3 +151,41 @@ def test_the_runtime_renders_for_the_harness_and_not_while_it_holds_the_episode(
         assert backend.env.frames.rendered == 4
     finally:
         runtime.close()
+
+
+def test_while_nobody_looks_one_poll_runs_several_steps_and_the_clock_follows() -> None:
+    cams = (parse_camera_spec("front:32x24"),)
+    backend = SimBackend(SimConfig(scenes=("pick_cube",), cameras=cams, render="on_demand",
+                                   num_steps=200))
+    runtime = InProcRuntime(backend, executor_registry(), monitor_hz=3.0, batch_steps=4)
+    try:
+        runtime.start_episode()
+        runtime.poll()
+        idle = runtime.poll()  # nothing runs: the harness looks at every step
+        assert [o.timestep for o in idle.observations] == [1] and runtime.steps == 1
+        runtime.clock.sleep(runtime.control_period_s)  # as the runner does after each tick
+        runtime.dispatch(command("m", "move_ee_to", target=[0.45, 0.1, 0.3], speed_mps=0.05))
+        seen: list[tuple[int, bool, float]] = []
+        kinds: list[str] = []
+        while "control_done" not in kinds:
+            now = runtime.clock.monotonic()
+            res = runtime.poll()
+            kinds += [str(e.kind) for e in res.events]
+            seen += [(o.timestep, bool(o.cameras), now) for o in res.observations]
+            runtime.clock.sleep(runtime.control_period_s)
+        steps = [t for t, _, _ in seen]
+        assert steps[0] == 2 and steps[-1] == runtime.steps
+        gaps = {b - a for a, b in itertools.pairwise(steps)}
+        assert max(gaps) == 4 and all(1 <= g <= 4 for g in gaps)
+        # the harness's clock stands where the simulator is: one period per step taken
+        assert runtime.clock.monotonic() == pytest.approx(runtime.steps / 30)
+        assert seen[-1][1]  # the step that ended the command carries a frame
+    finally:
+        runtime.close()
+
+
+def test_a_batch_that_is_not_a_positive_int_is_refused() -> None:
+    backend = SimBackend(SimConfig(scenes=("pick_cube",), cameras=(), render="on_demand"))
+    with pytest.raises(DefinitionError, match="batch_steps=0 must be an int >= 1"):
+        InProcRuntime(backend, executor_registry(), batch_steps=0)
+    backend.close()
