@@ -26,11 +26,12 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from harness_bt.clock import SimClock
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandEvent, EventKind
 from harness_bt.runtime.observation import Observation
 
-__all__ = ["DEFAULT_MONITOR_HZ", "LOOK_EVENTS", "FramePolicy", "FrameSource"]
+__all__ = ["DEFAULT_MONITOR_HZ", "LOOK_EVENTS", "BatchClock", "FramePolicy", "FrameSource"]
 
 #: Frames per second while commands run and nobody else asks for more.
 DEFAULT_MONITOR_HZ = 2.0
@@ -38,6 +39,22 @@ DEFAULT_MONITOR_HZ = 2.0
 #: Events after which the harness looks at once (an evaluation, or a recovery decision).
 LOOK_EVENTS = frozenset({EventKind.CONTROL_DONE, EventKind.ABORTED, EventKind.STOPPED,
                          EventKind.REJECTED})
+
+
+class BatchClock(SimClock):
+    """The in-process runtime's simulation clock when it batches steps: the steps a poll
+    runs beyond the first are owed to the clock and paid by the caller's next :meth:`sleep`
+    (the runner sleeps one period after each tick). So time stands still within a harness tick,
+    whatever the trace, the ledger and the nodes read during it, and the next tick starts where
+    the simulator is."""
+
+    def __init__(self, dt: float = 1.0 / 30.0, *, start: float = 0.0) -> None:
+        super().__init__(dt, start=start)
+        self.owed = 0.0
+
+    def sleep(self, seconds: float) -> None:
+        owed, self.owed = self.owed, 0.0
+        super().sleep(seconds + owed)
 
 
 class FrameSource(Protocol):

@@ -12,8 +12,10 @@ plus the episode protocol of :mod:`harness_bt.runtime.episodes`:
   progress, control done, aborted, stopped) and the new observation. With a simulator that
   renders on demand (:mod:`runtime_bridge.inproc.frames`) and ``batch_steps`` > 1, a poll
   runs up to ``batch_steps`` steps while nobody looks (no frame, nothing but progress, only
-  executors that read no frames): the clock advances one period per extra step, and the
-  harness gets the last observation and every event, in one tick;
+  executors that read no frames), and the harness gets the last observation and every event
+  in one tick; the clock (a :class:`~runtime_bridge.inproc.frames.BatchClock` unless the
+  caller gives a clock, which turns batching off) stands still during the tick and catches up
+  by one period per extra step at the caller's next ``sleep``;
 - an episode the simulator ends inside a step (success, or out of steps) is noticed from the
   reset observation that step returns: the host ends the commands that were running in it
   (``EPISODE_ENDED``), the next episode's first observation is kept for
@@ -43,7 +45,7 @@ from harness_bt.runtime.episodes import EpisodeEnd, EpisodeStart
 from harness_bt.runtime.executor import ExecutorFactory, executable_skills
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.host import ExecutorHost, HostConfig
-from runtime_bridge.inproc.frames import DEFAULT_MONITOR_HZ, FramePolicy
+from runtime_bridge.inproc.frames import DEFAULT_MONITOR_HZ, BatchClock, FramePolicy
 
 __all__ = ["MAX_STEP_FAILURES", "InProcRuntime"]
 
@@ -71,7 +73,7 @@ class InProcRuntime:
                  num_steps: int | None = None, monitor_hz: float = DEFAULT_MONITOR_HZ,
                  batch_steps: int = 1) -> None:
         self.backend = backend
-        self._clock = clock or SimClock(dt=backend.control_period_s)
+        self._clock = clock or BatchClock(dt=backend.control_period_s)
         self.host = ExecutorHost(backend, executors, clock=self._clock,
                                  config=host_config or HostConfig(lease_s=None))
         self._num_steps = num_steps
@@ -142,9 +144,9 @@ class InProcRuntime:
         elif self._episode is not None and not self._episode.over:
             obs = self._advance()
             for _ in range(self.batch_steps - 1):  # steps nobody looks at: one tick for all
-                if obs is None or not self._quiet:
+                if obs is None or not self._quiet or not isinstance(self._clock, BatchClock):
                     break
-                self._clock.advance(self.control_period_s)
+                self._clock.owed += self.control_period_s  # paid by the runner's next sleep
                 obs = self._advance()
             if obs is not None:
                 observations.append(obs)

@@ -170,6 +170,7 @@ def test_while_nobody_looks_one_poll_runs_several_steps_and_the_clock_follows() 
         while "control_done" not in kinds:
             now = runtime.clock.monotonic()
             res = runtime.poll()
+            assert runtime.clock.monotonic() == now  # the steps of one poll: one moment
             kinds += [str(e.kind) for e in res.events]
             seen += [(o.timestep, bool(o.cameras), now) for o in res.observations]
             runtime.clock.sleep(runtime.control_period_s)
@@ -177,7 +178,8 @@ def test_while_nobody_looks_one_poll_runs_several_steps_and_the_clock_follows() 
         assert steps[0] == 2 and steps[-1] == runtime.steps
         gaps = {b - a for a, b in itertools.pairwise(steps)}
         assert max(gaps) == 4 and all(1 <= g <= 4 for g in gaps)
-        # the harness's clock stands where the simulator is: one period per step taken
+        # time stands still within a tick; after the runner's sleep the clock stands where
+        # the simulator is: one period per step taken
         assert runtime.clock.monotonic() == pytest.approx(runtime.steps / 30)
         assert seen[-1][1]  # the step that ended the command carries a frame
     finally:
