@@ -192,16 +192,18 @@ class InProcRuntime:
             ep.notes.append("the simulator does not judge this scene (no success condition)")
         if self.frames is not None:
             self.frames.holding = True  # nobody reads the steps that hold an episode
-        while not ep.over and (max_hold_steps is None or ep.held < max_hold_steps):
-            ep.held += 1
-            self._advance()
-            if self._failures >= MAX_STEP_FAILURES:
-                ep.over = True
-                ep.ended_by = "error"
-                ep.notes.append(f"{self._failures} simulator steps in a row failed; the "
-                                "episode cannot be held to its end")
-        if self.frames is not None:
-            self.frames.holding = False
+        try:
+            while not ep.over and (max_hold_steps is None or ep.held < max_hold_steps):
+                ep.held += 1
+                self._advance()
+                if self._failures >= MAX_STEP_FAILURES:
+                    ep.over = True
+                    ep.ended_by = "error"
+                    ep.notes.append(f"{self._failures} simulator steps in a row failed; the "
+                                    "episode cannot be held to its end")
+        finally:
+            if self.frames is not None:
+                self.frames.holding = False
         self._events()
         notices = [{"kind": n.kind, "worker_id": n.worker_id, **n.data}
                    for n in self._take_notices()]
