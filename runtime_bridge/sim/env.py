@@ -216,8 +216,9 @@ class SimEnv:
         occluded = self.faults.occlusions(self.config.cameras, self.timestep)
         tcp_p, tcp_q = self.scene.arm.tcp_pose()
         only = self._rendered(reset)
-        obs = {
-            "camera_data": {} if only == set() else self.cameras.render(occluded, only),
+        frames = {} if only == set() else self.cameras.render(occluded, only)
+        obs: dict[str, Any] = {
+            "camera_data": frames,
             "instruction": self.task.instruction,
             "joint_position_state": self.scene.arm.joint_state(),
             "ee_pose_state": [tcp_p, tcp_q],
@@ -225,5 +226,5 @@ class SimEnv:
             "reset": reset,
         }
         self._unrendered = (self._moves, occluded, obs) if only == set() else None
-        self.frames.rendered += len(obs["camera_data"])
+        self.frames.rendered += len(frames)
         return obs

@@ -63,7 +63,7 @@ with quiet_native():
     from pybullet_utils.bullet_client import BulletClient
 
 
-class _CachedClient(BulletClient):  # type: ignore[misc]
+class _CachedClient(BulletClient):
     """A :class:`BulletClient` that binds each PyBullet function to its client once: the base
     class builds a new ``functools.partial`` (after an ``inspect`` check) on every attribute
     access, which a control step does some thirty times."""
