@@ -7,8 +7,8 @@ observation carries a frame. Who reads frames, and when:
 - **the harness's perception, when the harness looks**: every step in which no command runs
   on the runtime (the harness is observing, judging a result or deciding), and the step that
   ends a command (control done, aborted, stopped, rejected: an evaluation follows at once).
-  These frames are rendered after the step (the world has not moved since), one camera per
-  frame in turn, as ``round_robin`` renders one per step;
+  These frames are rendered after the step (the world has not moved since), of the camera
+  ``round_robin`` renders at that timestep;
 - **executors that read frames** (a learned policy): every step while one is active, before
   the step, so the executor's next step sees it. An executor says it reads none with a class
   attribute ``reads_frames = False``; one that does not say is assumed to read them;
@@ -64,7 +64,7 @@ class FrameSource(Protocol):
 
     def request(self, cameras: Iterable[str] | None = None) -> None: ...
 
-    def next_in_turn(self) -> str | None: ...
+    def next_in_turn(self, timestep: int) -> str | None: ...
 
 
 def _rate(value: Any, what: str) -> float:
@@ -113,13 +113,29 @@ class FramePolicy:
         """The next observation carries frames (of ``cameras``, or the next camera in turn)."""
         self.source.request(cameras)
 
+    @staticmethod
+    def reads(executors: Iterable[object]) -> bool:
+        """Whether any of ``executors`` reads frames (one that does not say is assumed to)."""
+        return any(getattr(e, "reads_frames", True) for e in executors)
+
     def before_step(self, executors: Iterable[object]) -> None:
         """Ask for this step's frame when an active executor reads frames or a watcher is due."""
         if self.holding:
             return
-        if any(getattr(e, "reads_frames", True) for e in executors) \
-                or self._since + 1 >= self.period_steps:
+        if self.reads(executors) or self._since + 1 >= self.period_steps:
             self.source.request(None)
+
+    def render_latest(self, latest: Observation | None) -> Observation | None:
+        """The latest observation with a frame (the camera in turn) rendered now, for an
+        executor that reads frames and starts on an observation that has none; None when it
+        has one already, or is an episode's first."""
+        if latest is None or latest.cameras or latest.reset:
+            return None
+        name = self.source.next_in_turn(latest.timestep)
+        if name is None:
+            return None
+        self.counts["after"] += 1
+        return self._observe_now({name})
 
     def quiet(self, obs: Observation, events: Iterable[CommandEvent],
               executors: Iterable[object]) -> bool:
@@ -129,7 +145,7 @@ class FramePolicy:
         executors = list(executors)
         return (not self.holding and not obs.cameras and not obs.reset and bool(executors)
                 and all(e.kind == EventKind.PROGRESS for e in events)
-                and not any(getattr(e, "reads_frames", True) for e in executors))
+                and not self.reads(executors))
 
     def after_step(self, obs: Observation, events: Iterable[CommandEvent],
                    active: Mapping[str, object]) -> Observation:
@@ -140,7 +156,7 @@ class FramePolicy:
             self.counts["before"] += 1
             return obs
         if not self.holding and (not active or any(e.kind in LOOK_EVENTS for e in events)):
-            name = self.source.next_in_turn()
+            name = self.source.next_in_turn(obs.timestep)
             if name is not None:
                 self._since = 0
                 self.counts["after"] += 1

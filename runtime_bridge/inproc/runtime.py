@@ -248,7 +248,12 @@ class InProcRuntime:
         assert ep is not None
         self._quiet = False
         if self.frames is not None:
-            self.frames.before_step(self.host.active_executors())
+            executors = self.host.active_executors()
+            if self.frames.reads(executors) and not self.frames.holding:
+                latest = self.frames.render_latest(self.host.observation)
+                if latest is not None:  # what a frame-reading executor steps from
+                    self.host.observe(latest)
+            self.frames.before_step(executors)
         try:
             result = self.host.step()
         except BridgeError as exc:
@@ -264,7 +269,10 @@ class InProcRuntime:
         self.steps += 1
         obs = result.observation
         if self.frames is not None and not obs.reset:
-            obs = self.frames.after_step(obs, result.events, self.host.active())
+            rendered = self.frames.after_step(obs, result.events, self.host.active())
+            if rendered is not obs:
+                self.host.observe(rendered)  # the executors' next step sees the frame too
+            obs = rendered
             self._quiet = self.frames.quiet(obs, result.events, self.host.active_executors())
         if obs.reset:
             self._next_first = obs

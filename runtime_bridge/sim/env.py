@@ -206,7 +206,7 @@ class SimEnv:
         (:mod:`runtime_bridge.sim.frames`); all of them on an episode's first observation."""
         cams = self.config.cameras
         if self.config.render == "on_demand":
-            return self.frames.take(reset)
+            return self.frames.take(reset, self.timestep)
         if self.config.render == "all" or reset or not cams:
             return None
         return {cams[self.timestep % len(cams)].name}

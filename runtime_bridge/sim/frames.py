@@ -33,18 +33,17 @@ class FrameDemand:
         self.specs = specs
         self.names = tuple(s.name for s in specs)
         self._requested: set[str] = set()
-        self._turn = 0
+        self._in_turn = False
         #: camera images rendered (any mode) and on-demand steps that rendered none
         self.rendered = 0
         self.skipped = 0
 
     def request(self, cameras: Iterable[str] | None = None) -> None:
-        """Render the next observation's frames: the cameras named, or (None) one camera, the
-        next in turn. An unknown name is refused before anything is requested."""
+        """Render the next observation's frames: the cameras named, or (None) the camera whose
+        turn it is at that observation's timestep (as ``round_robin`` renders it). An unknown
+        name is refused before anything is requested."""
         if cameras is None:
-            name = self.next_in_turn()
-            if name is not None:
-                self._requested.add(name)
+            self._in_turn = True
             return
         wanted = list(cameras)
         unknown = sorted(set(wanted) - set(self.names))
@@ -56,22 +55,23 @@ class FrameDemand:
                 "next in turn)")
         self._requested.update(wanted)
 
-    def next_in_turn(self) -> str | None:
-        """The camera whose turn it is (and move the turn on); None without cameras."""
-        if not self.names:
-            return None
-        name = self.names[self._turn % len(self.names)]
-        self._turn += 1
-        return name
+    def next_in_turn(self, timestep: int) -> str | None:
+        """The camera whose turn it is at ``timestep`` (``round_robin``'s); None without
+        cameras."""
+        return self.names[timestep % len(self.names)] if self.names else None
 
     @property
     def pending(self) -> bool:
         """Whether the next observation will render something."""
-        return bool(self._requested)
+        return bool(self._requested) or self._in_turn
 
-    def take(self, reset: bool) -> set[str] | None:
-        """The cameras this observation renders (None: all of them) and forget the requests."""
+    def take(self, reset: bool, timestep: int) -> set[str] | None:
+        """The cameras the observation at ``timestep`` renders (None: all of them) and forget
+        the requests."""
         wanted, self._requested = self._requested, set()
+        if self._in_turn and (name := self.next_in_turn(timestep)) is not None:
+            wanted.add(name)
+        self._in_turn = False
         if reset:
             return None
         if not wanted:

@@ -28,15 +28,12 @@ class Source:
 
     def __init__(self) -> None:
         self.requests: list[Any] = []
-        self.turn = 0
 
     def request(self, cameras: Iterable[str] | None = None) -> None:
         self.requests.append(None if cameras is None else list(cameras))
 
-    def next_in_turn(self) -> str | None:
-        name = self.names[self.turn % 2]
-        self.turn += 1
-        return name
+    def next_in_turn(self, timestep: int) -> str | None:
+        return self.names[timestep % 2]
 
 
 class Blind:
@@ -71,13 +68,13 @@ def policy(source: Source, rendered: list[set[str]], hz: float = 6.0) -> FramePo
     return FramePolicy(source, observe_now, control_period_s=1 / 30, monitor_hz=hz)
 
 
-def test_a_step_with_no_command_running_is_rendered_after_it_one_camera_in_turn(
+def test_a_step_with_no_command_running_is_rendered_after_it_by_round_robins_camera(
         source: Source) -> None:
     rendered: list[set[str]] = []
     frames = policy(source, rendered)
     out = [frames.after_step(obs(t), (), {}) for t in (1, 2, 3)]
-    assert rendered == [{"front"}, {"left"}, {"front"}]
-    assert [sorted(o.cameras) for o in out] == [["front"], ["left"], ["front"]]
+    assert rendered == [{"left"}, {"front"}, {"left"}]  # round_robin's camera at each step
+    assert [sorted(o.cameras) for o in out] == [["left"], ["front"], ["left"]]
     assert frames.counts == {"before": 0, "after": 3, "none": 0}
 
 
@@ -96,7 +93,7 @@ def test_while_a_blind_command_runs_frames_come_at_the_watch_rate_and_on_its_end
     assert delivered == [False, False, False, False, True] * 2
     assert rendered == []
     ended = frames.after_step(obs(11), [event(EventKind.CONTROL_DONE)], {"d": 1})
-    assert sorted(ended.cameras) == ["front"] and rendered == [{"front"}]
+    assert sorted(ended.cameras) == ["left"] and rendered == [{"left"}]
 
 
 def test_an_executor_that_reads_frames_or_does_not_say_gets_a_frame_every_step(
@@ -144,7 +141,7 @@ def test_the_runtime_renders_for_the_harness_and_not_while_it_holds_the_episode(
         first = runtime.poll().observations[0]
         assert first.reset and sorted(first.cameras) == ["front", "top"]
         idle = [sorted(o.cameras) for _ in range(2) for o in runtime.poll().observations]
-        assert idle == [["front"], ["top"]]  # nothing runs: the harness is looking
+        assert idle == [["top"], ["front"]]  # nothing runs: the harness is looking
         end = runtime.finish_episode()
         assert end.ended_by == "timeout" and end.hold_steps == 28
         assert runtime.frames is not None and runtime.frames.counts["none"] == 27
@@ -191,3 +188,11 @@ def test_a_batch_that_is_not_a_positive_int_is_refused() -> None:
     with pytest.raises(DefinitionError, match="batch_steps=0 must be an int >= 1"):
         InProcRuntime(backend, executor_registry(), batch_steps=0)
     backend.close()
+
+
+def test_an_executor_that_reads_frames_starts_on_a_frame_rendered_for_it(source: Source) -> None:
+    rendered: list[set[str]] = []
+    frames = policy(source, rendered)
+    assert frames.render_latest(obs(4, ["front"])) is None  # it has one already
+    started = frames.render_latest(obs(5))
+    assert started is not None and sorted(started.cameras) == ["left"] and rendered == [{"left"}]
