@@ -379,6 +379,9 @@ def run_episodes(
 
                 recording = Trace(path, clock=runtime.clock)
                 recorder = FrameRecorder(frames_path(path), recording, rate_hz=record_frames)
+                want = getattr(runtime, "want_frames", None)  # a simulator rendering on demand
+                if callable(want):
+                    want("recording", record_frames)
                 trace_to = recording
                 perceive = recorder.wrap(perceive)
             if watch is not None:

@@ -113,6 +113,17 @@ class HostCore:
         with self._lock:
             return {cid: live.record.state for cid, live in self._active.items()}
 
+    def observe(self, observation: Observation) -> None:
+        """Replace the latest observation with one of the same step holding more (frames
+        rendered after the step), so the executors' next step sees it."""
+        with self._lock:
+            self._observation = observation
+
+    def active_executors(self) -> list[Executor]:
+        """The executors of the active commands (e.g. to ask whether they read frames)."""
+        with self._lock:
+            return [live.executor for live in self._active.values()]
+
     def progress(self) -> dict[str, float | None]:
         """Latest progress of every active command (for telemetry)."""
         with self._lock:

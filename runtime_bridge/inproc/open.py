@@ -10,10 +10,14 @@ from typing import Any
 from harness_bt.errors import DefinitionError
 from harness_bt.runtime.episodes import RunOptions
 from harness_bt.runtime.executor import load_executors
+from runtime_bridge.inproc.frames import DEFAULT_MONITOR_HZ
 from runtime_bridge.inproc.runtime import InProcRuntime
 from runtime_bridge.sim.config import DEFAULT_CAMERAS, DEFAULT_HOLD_STEPS
 
-__all__ = ["DEFAULT_CAMERAS", "DEFAULT_HOLD_STEPS", "open_runtime"]
+__all__ = ["DEFAULT_BATCH_STEPS", "DEFAULT_CAMERAS", "DEFAULT_HOLD_STEPS", "open_runtime"]
+
+#: Most simulator steps one poll of ``harness run`` in-process runs while nobody looks.
+DEFAULT_BATCH_STEPS = 15
 
 _SIM_FAULTS = ("nudge", "slip", "occlude")
 _TRANSPORT_FAULTS = ("drop", "delay")
@@ -40,8 +44,13 @@ def open_runtime(options: RunOptions) -> InProcRuntime:
     ``executors`` (``package.module:factory``, instead of the installed executors),
     ``worker_id`` (the GenManip worker to drive, default ``0``),
     ``num_steps`` (per episode, built-in simulator: default the scene's ``max_steps``, else
-    600; for a server, overrides what it reports), ``success_hold_steps`` and ``render`` (built-in
-    simulator: ``round_robin``, the default, or ``all``)."""
+    600; for a server, overrides what it reports), ``success_hold_steps``, ``render`` (built-in
+    simulator: ``on_demand``, the default, frames only for the steps someone reads
+    (:mod:`runtime_bridge.inproc.frames`); ``round_robin``, one camera every step; or ``all``)
+    ``frame_hz`` (``on_demand``: frames per second while commands run, default
+    :data:`~runtime_bridge.inproc.frames.DEFAULT_MONITOR_HZ`) and ``batch_steps``
+    (``on_demand``: most steps one poll runs while nobody looks, default
+    :data:`DEFAULT_BATCH_STEPS`; 1: one step per poll)."""
     extra = dict(options.extra)
     executors = load_executors(extra.get("executors"))
     if options.sim_url:
@@ -78,6 +87,8 @@ def open_runtime(options: RunOptions) -> InProcRuntime:
         cameras=tuple(parse_camera_spec(c) for c in (options.cameras or DEFAULT_CAMERAS)),
         faults=faults,
         success_hold_steps=int(extra.get("success_hold_steps", DEFAULT_HOLD_STEPS)),
-        render=str(extra.get("render", "round_robin")),
+        render=str(extra.get("render", "on_demand")),
     )
-    return InProcRuntime(SimBackend(config), executors)
+    return InProcRuntime(SimBackend(config), executors,
+                         monitor_hz=extra.get("frame_hz", DEFAULT_MONITOR_HZ),
+                         batch_steps=extra.get("batch_steps", DEFAULT_BATCH_STEPS))

@@ -9,7 +9,13 @@ plus the episode protocol of :mod:`harness_bt.runtime.episodes`:
 - ``poll`` advances the simulator by one control step (the simulator's ``/step`` is the
   clock: :attr:`clock` is a :class:`~harness_bt.clock.SimClock` the caller advances by
   ``control_period_s`` per tick) and returns the executors' lifecycle events (started,
-  progress, control done, aborted, stopped) and the new observation;
+  progress, control done, aborted, stopped) and the new observation. With a simulator that
+  renders on demand (:mod:`runtime_bridge.inproc.frames`) and ``batch_steps`` > 1, a poll
+  runs up to ``batch_steps`` steps while nobody looks (no frame, nothing but progress, only
+  executors that read no frames), and the harness gets the last observation and every event
+  in one tick; the clock (a :class:`~runtime_bridge.inproc.frames.BatchClock` unless the
+  caller gives a clock, which turns batching off) stands still during the tick and catches up
+  by one period per extra step at the caller's next ``sleep``;
 - an episode the simulator ends inside a step (success, or out of steps) is noticed from the
   reset observation that step returns: the host ends the commands that were running in it
   (``EPISODE_ENDED``), the next episode's first observation is kept for
@@ -27,12 +33,12 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness_bt.clock import SimClock
-from harness_bt.errors import BridgeError
+from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import Command, CommandEvent
 from harness_bt.runtime.backend import Backend
 from harness_bt.runtime.bridge import Ack, BridgeNotice, PollResult, RuntimeStatus
@@ -40,6 +46,7 @@ from harness_bt.runtime.episodes import EpisodeEnd, EpisodeStart
 from harness_bt.runtime.executor import ExecutorFactory, executable_skills
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.host import ExecutorHost, HostConfig
+from runtime_bridge.inproc.frames import DEFAULT_MONITOR_HZ, BatchClock, FramePolicy
 
 __all__ = ["MAX_STEP_FAILURES", "InProcRuntime"]
 
@@ -64,11 +71,12 @@ class InProcRuntime:
 
     def __init__(self, backend: Backend, executors: ExecutorFactory, *,
                  host_config: HostConfig | None = None, clock: SimClock | None = None,
-                 num_steps: int | None = None) -> None:
+                 num_steps: int | None = None, monitor_hz: float = DEFAULT_MONITOR_HZ,
+                 batch_steps: int = 1) -> None:
         self.backend = backend
         # simulated time, anchored at the real time the runtime opened: the trace's wall
         # times (and an export's log times) are that start plus the simulated time
-        self._clock = clock or SimClock(dt=backend.control_period_s, wall_start=time.time())
+        self._clock = clock or BatchClock(dt=backend.control_period_s, wall_start=time.time())
         self.host = ExecutorHost(backend, executors, clock=self._clock,
                                  config=host_config or HostConfig(lease_s=None))
         self._num_steps = num_steps
@@ -83,6 +91,17 @@ class InProcRuntime:
         self.episodes: list[EpisodeEnd] = []
         self.steps = 0
         self._failures = 0
+        if isinstance(batch_steps, bool) or not isinstance(batch_steps, int) or batch_steps < 1:
+            raise DefinitionError("BAD_BATCH", f"batch_steps={batch_steps!r} must be an int >= 1",
+                                  where="InProcRuntime", fix="use 1 (one step per poll) or e.g. 15")
+        #: most simulator steps one poll runs while nobody looks (frames on demand only)
+        self.batch_steps = batch_steps
+        self._quiet = False
+        source = getattr(backend, "frames", None)
+        #: frames on demand (a simulator that renders on demand), else None
+        self.frames = None if source is None else FramePolicy(
+            source, backend.observe_now,  # type: ignore[attr-defined]
+            control_period_s=backend.control_period_s, monitor_hz=monitor_hz)
 
     # ------------------------------------------------------------------ properties
 
@@ -127,6 +146,11 @@ class InProcRuntime:
             observations, self._pending = self._pending, []
         elif self._episode is not None and not self._episode.over:
             obs = self._advance()
+            for _ in range(self.batch_steps - 1):  # steps nobody looks at: one tick for all
+                if obs is None or not self._quiet or not isinstance(self._clock, BatchClock):
+                    break
+                self._clock.owed += self.control_period_s  # paid by the runner's next sleep
+                obs = self._advance()
             if obs is not None:
                 observations.append(obs)
         return PollResult(tuple(self._events()), tuple(observations), tuple(self._take_notices()))
@@ -169,14 +193,20 @@ class InProcRuntime:
         if not getattr(self.backend, "judged", True) and not ep.over:
             max_hold_steps = 0  # nothing to wait for: the simulator judges nothing
             ep.notes.append("the simulator does not judge this scene (no success condition)")
-        while not ep.over and (max_hold_steps is None or ep.held < max_hold_steps):
-            ep.held += 1
-            self._advance()
-            if self._failures >= MAX_STEP_FAILURES:
-                ep.over = True
-                ep.ended_by = "error"
-                ep.notes.append(f"{self._failures} simulator steps in a row failed; the "
-                                "episode cannot be held to its end")
+        if self.frames is not None:
+            self.frames.holding = True  # nobody reads the steps that hold an episode
+        try:
+            while not ep.over and (max_hold_steps is None or ep.held < max_hold_steps):
+                ep.held += 1
+                self._advance()
+                if self._failures >= MAX_STEP_FAILURES:
+                    ep.over = True
+                    ep.ended_by = "error"
+                    ep.notes.append(f"{self._failures} simulator steps in a row failed; the "
+                                    "episode cannot be held to its end")
+        finally:
+            if self.frames is not None:
+                self.frames.holding = False
         self._events()
         notices = [{"kind": n.kind, "worker_id": n.worker_id, **n.data}
                    for n in self._take_notices()]
@@ -195,6 +225,21 @@ class InProcRuntime:
         self.episodes.append(end)
         return end
 
+    def want_frames(self, reader: str, rate_hz: float) -> None:
+        """``reader`` (a recording, a console) reads each camera's frames at ``rate_hz`` while
+        commands run. Only a simulator rendering on demand needs telling; with another one it
+        changes nothing (its observations carry frames every step)."""
+        if self.frames is not None:
+            every_step = 1.0 / self.control_period_s  # a rate <= 0: every frame there is
+            rate = every_step if isinstance(rate_hz, (int, float)) and rate_hz <= 0 else rate_hz
+            self.frames.want(reader, rate * max(1, len(self.frames.source.names)))
+
+    def request_frames(self, cameras: Iterable[str] | None = None) -> None:
+        """The next observation carries frames of ``cameras`` (None: the next camera in turn),
+        with a simulator rendering on demand; with another one it changes nothing."""
+        if self.frames is not None:
+            self.frames.request(cameras)
+
     def final_metric(self) -> Mapping[str, float] | None:
         return self._metric
 
@@ -204,6 +249,14 @@ class InProcRuntime:
         """One simulator step; the observation to deliver (None at an episode's end)."""
         ep = self._episode
         assert ep is not None
+        self._quiet = False
+        if self.frames is not None:
+            executors = self.host.active_executors()
+            if self.frames.reads(executors) and not self.frames.holding:
+                latest = self.frames.render_latest(self.host.observation)
+                if latest is not None:  # what a frame-reading executor steps from
+                    self.host.observe(latest)
+            self.frames.before_step(executors)
         try:
             result = self.host.step()
         except BridgeError as exc:
@@ -218,6 +271,12 @@ class InProcRuntime:
         self._failures = 0
         self.steps += 1
         obs = result.observation
+        if self.frames is not None and not obs.reset:
+            rendered = self.frames.after_step(obs, result.events, self.host.active())
+            if rendered is not obs:
+                self.host.observe(rendered)  # the executors' next step sees the frame too
+            obs = rendered
+            self._quiet = self.frames.quiet(obs, result.events, self.host.active_executors())
         if obs.reset:
             self._next_first = obs
             self._end(ep, "")

@@ -21,6 +21,7 @@ from harness_bt.runtime.observation import Observation
 from runtime_bridge.genmanip.observations import observation_from_wire
 from runtime_bridge.sim.config import SimConfig
 from runtime_bridge.sim.env import SimEnv
+from runtime_bridge.sim.frames import FrameDemand
 
 __all__ = ["SERVED_CAMERAS", "SimBackend", "make_backend"]
 
@@ -50,6 +51,17 @@ class SimBackend:
         if self.done:
             raise self._finished()
         return self._read(self.env.step(action), "/step")
+
+    @property
+    def frames(self) -> FrameDemand | None:
+        """Frame requests for the next step, when the simulator renders on demand."""
+        return self.env.frames if self.config.render == "on_demand" else None
+
+    def observe_now(self, cameras: set[str] | None = None) -> Observation:
+        """The latest observation with its frames rendered now (``render="on_demand"``; see
+        :meth:`SimEnv.render_now`)."""
+        return observation_from_wire(self.env.render_now(cameras), worker_id=self.worker_id,
+                                     where=f"sim worker {self.worker_id} frames")
 
     def notices(self) -> list[BridgeNotice]:
         out, self._notices = self._notices, []

@@ -85,8 +85,9 @@ def serve(
         DEFAULT_HOLD_STEPS, min=1, help="Steps the success condition must hold before the "
         "episode ends: long enough for a controller to judge the result itself before the "
         "episode rolls over (as harness run in-process; upstream holds a few steps)."),
-    render: str = typer.Option("round_robin", help="round_robin: one camera per step in turn "
-                               "(as harness run in-process); all: every camera every step."),
+    render: str = typer.Option("round_robin", help="round_robin: one camera per step in turn; "
+                               "all: every camera every step (a GenManip client reads images "
+                               "every step; harness run in-process renders on demand)."),
     arm_meshes: str = typer.Option("simple", help=_ARM_MESHES_HELP),
     shm: bool = typer.Option(True, help="Offer the shared-memory fast path to harness-bt "
                              "clients on this host (segments under /dev/shm, removed on exit)."),

@@ -16,8 +16,8 @@ from typing import Any
 
 from harness_bt.errors import DefinitionError
 
-__all__ = ["ARM_MESHES", "CAMERA_PRESETS", "DEFAULT_CAMERAS", "DEFAULT_HOLD_STEPS", "CameraSpec",
-           "FaultRates", "SimConfig", "parse_camera_spec"]
+__all__ = ["ARM_MESHES", "CAMERA_PRESETS", "DEFAULT_CAMERAS", "DEFAULT_HOLD_STEPS", "RENDER_MODES",
+           "CameraSpec", "FaultRates", "SimConfig", "parse_camera_spec"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +161,10 @@ DEFAULT_HOLD_STEPS = 150
 #: is the same either way (collisions always use the collision meshes).
 ARM_MESHES = ("simple", "detailed")
 
+#: What an observation renders: every camera, one camera per step in turn, or only the frames
+#: asked for (:mod:`runtime_bridge.sim.frames`).
+RENDER_MODES = ("all", "round_robin", "on_demand")
+
 
 @dataclass(frozen=True, slots=True)
 class SimConfig:
@@ -179,6 +183,9 @@ class SimConfig:
     renders one camera per step in turn (every camera on an episode's first observation), so
     ``camera_data`` holds a subset of the cameras: several viewpoints for the rendering cost
     of one (software rendering is the simulator's bottleneck).
+
+    ``on_demand`` renders only the frames asked for (:mod:`runtime_bridge.sim.frames`), so
+    steps nobody looks at cost physics alone.
 
     ``arm_meshes``: ``simple`` draws the Panda with its collision meshes, ``detailed`` with its
     visual meshes (30 times the triangles, twice the rendering time; the physics is the same).
@@ -202,10 +209,11 @@ class SimConfig:
             raise DefinitionError("BAD_SIM_CONFIG", f"arm_meshes={self.arm_meshes!r} must be "
                                   + " or ".join(map(repr, ARM_MESHES)),
                                   fix="use arm_meshes='detailed' for the Panda's visual meshes")
-        if self.render not in ("all", "round_robin"):
-            raise DefinitionError("BAD_SIM_CONFIG", f"render={self.render!r} must be 'all' or "
-                                  "'round_robin'", fix="use render='round_robin' to render one "
-                                  "camera per step")
+        if self.render not in RENDER_MODES:
+            raise DefinitionError("BAD_SIM_CONFIG", f"render={self.render!r} must be one of "
+                                  + ", ".join(map(repr, RENDER_MODES)),
+                                  fix="use render='round_robin' to render one camera per step, "
+                                  "'on_demand' to render only the frames asked for")
         if self.success_hold_steps is not None and self.success_hold_steps < 1:
             raise DefinitionError("BAD_SIM_CONFIG", f"success_hold_steps="
                                   f"{self.success_hold_steps} must be >= 1 (or None for the "

@@ -28,6 +28,7 @@ from runtime_bridge.sim.cameras import CameraRig
 from runtime_bridge.sim.config import SimConfig
 from runtime_bridge.sim.episodes import EpisodeBook, EpisodeSpec
 from runtime_bridge.sim.faults import FaultInjector
+from runtime_bridge.sim.frames import FrameDemand
 from runtime_bridge.sim.scene import Scene
 from runtime_bridge.sim.scenes import Progress, SimScene, load_sim_scenes
 
@@ -56,6 +57,10 @@ class SimEnv:
         self.scene = Scene(substeps=self.config.substeps, control_dt=self.config.control_dt,
                            arm_meshes=self.config.arm_meshes)
         self.cameras = CameraRig(self.scene, self.config.cameras)
+        #: frame requests for the next observation (used when ``render="on_demand"``)
+        self.frames = FrameDemand(self.config.cameras)
+        self._moves = 0  # physics steps and episode starts: a frame is of one world state
+        self._unrendered: tuple[int, dict[str, Any], dict[str, Any]] | None = None
         self.episode: EpisodeSpec | None = None
         self.task: SimScene | None = None
         self.timestep = 0
@@ -88,12 +93,27 @@ class SimEnv:
         assert self.faults is not None and self.task is not None and self.episode is not None
         self.faults.before_physics(self.scene, self.timestep)
         self.scene.step()
+        self._moves += 1
         self.timestep += 1
         success = self.task.success(self.scene, self.progress)
         if (success is not None and success >= 1.0) or self.timestep >= self.config.num_steps:
             self._record(success)
             return self._start_next()
         return {"obs": self._observe(reset=False), "metric": None}
+
+    def render_now(self, cameras: set[str] | None = None) -> dict[str, Any]:
+        """The latest observation again, with frames of ``cameras`` (None: every camera)
+        rendered now (``render="on_demand"``), as they would have been in that step: the world
+        must not have moved since (:class:`HttpError` ``FRAME_GONE`` otherwise)."""
+        if self._unrendered is None or self._unrendered[0] != self._moves:
+            raise HttpError("FRAME_GONE", f"worker {self.worker_id}: the world has moved since "
+                            "the observation whose frames were asked for", http_status=409,
+                            where=f"worker {self.worker_id}",
+                            fix="request frames before the step (SimEnv.frames.request)")
+        _, occluded, obs = self._unrendered
+        frames = self.cameras.render(occluded, cameras)
+        self.frames.rendered += len(frames)
+        return {**obs, "camera_data": frames}
 
     def results(self) -> dict[str, Any]:
         """Per-episode results so far (JSON-ready), with the final metric."""
@@ -144,6 +164,7 @@ class SimEnv:
         self.task = self.scenes[spec.task]
         rng = np.random.default_rng(spec.seed)  # the episode's seed alone: it reproduces it
         self.scene.load(self.task.layout(rng), self.task.objects)
+        self._moves += 1
         self.timestep = 0
         self.progress = Progress(hold_steps=self.config.success_hold_steps)
         self.faults = FaultInjector(self.config.faults,
@@ -181,8 +202,11 @@ class SimEnv:
 
     def _rendered(self, reset: bool) -> set[str] | None:
         """Which cameras this observation renders: all, or (``render="round_robin"``) one per
-        step in turn, all of them on an episode's first observation."""
+        step in turn, or (``render="on_demand"``) the ones requested
+        (:mod:`runtime_bridge.sim.frames`); all of them on an episode's first observation."""
         cams = self.config.cameras
+        if self.config.render == "on_demand":
+            return self.frames.take(reset, self.timestep)
         if self.config.render == "all" or reset or not cams:
             return None
         return {cams[self.timestep % len(cams)].name}
@@ -191,11 +215,16 @@ class SimEnv:
         assert self.task is not None and self.faults is not None
         occluded = self.faults.occlusions(self.config.cameras, self.timestep)
         tcp_p, tcp_q = self.scene.arm.tcp_pose()
-        return {
-            "camera_data": self.cameras.render(occluded, self._rendered(reset)),
+        only = self._rendered(reset)
+        frames = {} if only == set() else self.cameras.render(occluded, only)
+        obs: dict[str, Any] = {
+            "camera_data": frames,
             "instruction": self.task.instruction,
             "joint_position_state": self.scene.arm.joint_state(),
             "ee_pose_state": [tcp_p, tcp_q],
             "timestep": self.timestep,
             "reset": reset,
         }
+        self._unrendered = (self._moves, occluded, obs) if only == set() else None
+        self.frames.rendered += len(frames)
+        return obs

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import sys
 from collections.abc import Iterator
@@ -62,7 +63,19 @@ with quiet_native():
     from pybullet_utils.bullet_client import BulletClient
 
 
+class _CachedClient(BulletClient):
+    """A :class:`BulletClient` that binds each PyBullet function to its client once: the base
+    class builds a new ``functools.partial`` (after an ``inspect`` check) on every attribute
+    access, which a control step does some thirty times."""
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = super().__getattr__(name)
+        if name != "disconnect" and isinstance(attribute, functools.partial):
+            self.__dict__[name] = attribute
+        return attribute
+
+
 def connect_direct() -> Any:
     """A new PyBullet client in DIRECT mode (no GUI, CPU), connected quietly."""
     with quiet_native():
-        return BulletClient(connection_mode=pb.DIRECT)
+        return _CachedClient(connection_mode=pb.DIRECT)

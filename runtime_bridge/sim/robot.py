@@ -191,6 +191,12 @@ class PandaArm:
     def command_ee_delta(self, translation: np.ndarray, rotation_wxyz: np.ndarray,
                          fingers: np.ndarray) -> IkResult:
         """Compose the delta onto the commanded TCP pose and solve IK; hold when it fails."""
+        if not np.any(translation) and rotation_wxyz[0] == 1.0 and not np.any(rotation_wxyz[1:]):
+            # a hold (zero delta, identity rotation): the commanded joints already reach the
+            # commanded pose, so IK would only return them again (to within its tolerance)
+            self.commanded_fingers = np.clip(fingers, 0.0, FINGER_OPEN)
+            self.apply_targets()
+            return IkResult(self.commanded_joints, True, 0.0, 0.0)
         position = self.commanded_tcp[0] + translation
         quat = qmul(rotation_wxyz, self.commanded_tcp[1])
         quat /= np.linalg.norm(quat)

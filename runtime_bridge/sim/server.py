@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from harness_bt.errors import DefinitionError
 from harness_bt.request_budget import RequestBudget
 from runtime_bridge.genmanip.server import DEFAULT_MAX_REQUEST_BYTES, create_app
 from runtime_bridge.genmanip.shm import ShmConfig
@@ -24,6 +25,11 @@ def create_sim_app(config: SimConfig | None = None, *, token: str | None = None,
     ``shm``: the shared-memory fast path for same-host harness-bt clients (see ``create_app``).
     The scenes are loaded and checked here, before the server starts."""
     config = config or SimConfig()
+    if config.render == "on_demand":
+        raise DefinitionError(
+            "BAD_SIM_CONFIG", "render='on_demand' renders only frames asked for in-process; "
+            "a GenManip client asks for images with every /step", where="create_sim_app",
+            fix="serve with render='round_robin' (the default) or 'all'")
     scenes = load_sim_scenes(config.scenes, config.params)
     book = EpisodeBook(config.scenes, config.episodes, config.seed)
 

@@ -61,6 +61,9 @@ class SegmentExecutor:
 
     skill: ClassVar[str]
     params_model: ClassVar[type[BaseModel]]
+    #: segments steer from joint states and the command's params, never from camera frames:
+    #: a simulator rendering on demand need not render for them
+    reads_frames: ClassVar[bool] = False
 
     def __init__(self, command: Command, *, control_period_s: float = CONTROL_PERIOD_S) -> None:
         self.command = command

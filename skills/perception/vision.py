@@ -124,8 +124,7 @@ def fit_box(points: np.ndarray, *, period: float = math.pi / 2, max_points: int 
         c, s = np.cos(yaws), np.sin(yaws)
         u = rel[:, :1] * c + rel[:, 1:] * s  # along each candidate's first axis (N x A)
         w = -rel[:, :1] * s + rel[:, 1:] * c  # along its second axis
-        lo = np.percentile(np.stack([u, w]), 1.0, axis=1)  # 2 x A
-        hi = np.percentile(np.stack([u, w]), 99.0, axis=1)
+        lo, hi = np.percentile(np.stack([u, w]), [1.0, 99.0], axis=1)  # 2 x A each
         size = hi - lo
         return size[0] * size[1], lo, hi
 

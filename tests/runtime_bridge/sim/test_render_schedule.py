@@ -30,7 +30,8 @@ def test_all_renders_every_camera_every_step() -> None:
 
 
 def test_bad_render_and_hold_settings_are_refused() -> None:
-    with pytest.raises(DefinitionError, match="render='sometimes' must be 'all' or"):
+    with pytest.raises(DefinitionError, match="render='sometimes' must be one of 'all', "
+                       "'round_robin', 'on_demand'"):
         SimConfig(render="sometimes")
     with pytest.raises(DefinitionError, match="success_hold_steps=0 must be >= 1"):
         SimConfig(success_hold_steps=0)
