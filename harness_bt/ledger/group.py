@@ -15,14 +15,11 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Self
 
 from harness_bt.ledger.journal import LedgerJournal
 from harness_bt.ledger.lifecycle import Book
 from harness_bt.ledger.recovery import save_snapshot
-
-if TYPE_CHECKING:
-    from harness_bt.ledger.ledger import Ledger
 
 __all__ = ["GroupCommit"]
 
@@ -55,7 +52,7 @@ class GroupCommit:
                     journal.close()
 
     @contextlib.contextmanager
-    def group(self) -> Iterator[Ledger]:
+    def group(self) -> Iterator[Self]:
         """Commit the journal entries of the calls inside together (one tick's), at the end.
 
         Calls take effect in memory and reach the listeners at once; they are durable once
@@ -65,12 +62,12 @@ class GroupCommit:
         acted on. Groups nest; an in-memory ledger ignores them."""
         journal = self._journal
         if journal is None:
-            yield self  # type: ignore[misc]
+            yield self
             return
         with self._lock:
             journal.hold()
         try:
-            yield self  # type: ignore[misc]
+            yield self
         finally:
             with self._lock:
                 journal.release()
