@@ -157,8 +157,9 @@ class LedgerJournal:
             except LedgerError as exc:
                 self.failed = LedgerError(
                     LedgerCode.JOURNAL_FAILED,
-                    f"{exc.message}; entries {rows[0][0]}..{rows[-1][0]} took effect in memory "
-                    "but are not on disk, and nothing was acknowledged on their account",
+                    f"cannot write to the journal {self.path}: {exc.__cause__}; entries "
+                    f"{rows[0][0]}..{rows[-1][0]} took effect in memory but are not on disk "
+                    "(nothing outside was told of them)",
                     fix="close this ledger and open the journal again (it recovers what is on "
                         "disk), after freeing disk space or fixing permissions")
                 raise self.failed from exc
