@@ -22,6 +22,8 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import orjson
+
 from harness_bt.ledger.errors import LedgerCode, LedgerError
 
 __all__ = ["FORMAT_VERSION", "LedgerJournal"]
@@ -29,6 +31,27 @@ __all__ = ["FORMAT_VERSION", "LedgerJournal"]
 FORMAT_VERSION = "1"
 _INSERT = "INSERT INTO ledger_journal(seq, body) VALUES (?, ?)"
 _DUMPS = json.JSONEncoder(separators=(",", ":")).encode
+_ORJSON = orjson.dumps
+
+
+def encode_entry(entry: dict[str, Any]) -> str:
+    """One entry as compact JSON. orjson (an order of magnitude faster) where it writes what
+    :mod:`json` would read back equal; json where it would not: evidence may hold NaN or
+    infinities (orjson writes them as null), and orjson refuses ints past 64 bits."""
+    if "ev" not in entry:
+        try:
+            return _ORJSON(entry).decode()
+        except TypeError:
+            pass
+    return _DUMPS(entry)
+
+
+def decode_json(text: str) -> Any:
+    """orjson's reading, or json's for text orjson refuses (NaN and Infinity literals)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 class LedgerJournal:
@@ -99,7 +122,7 @@ class LedgerJournal:
                 if not rows:
                     break
                 # one parse per chunk: far cheaper than a json.loads call per row
-                bodies = json.loads("[" + ",".join(body for _, body in rows) + "]")
+                bodies = decode_json("[" + ",".join(body for _, body in rows) + "]")
                 for (seq, _), body in zip(rows, bodies, strict=True):
                     yield seq, body
         except (sqlite3.DatabaseError, ValueError) as exc:
@@ -110,8 +133,7 @@ class LedgerJournal:
     def append(self, entries: Sequence[dict[str, Any]]) -> None:
         """Journal the entries (they already carry their ``seq``): committed now, or held until
         :meth:`flush` / the end of the group when one is open."""
-        dumps = _DUMPS
-        rows = [(e["seq"], dumps(e)) for e in entries]
+        rows = [(e["seq"], encode_entry(e)) for e in entries]
         if self._held:
             self._pending.extend(rows)
             if threading.get_ident() != self._owner:

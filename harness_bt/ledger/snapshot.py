@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from harness_bt.ledger.command import Command
+from harness_bt.ledger.journal import decode_json
 from harness_bt.ledger.lifecycle import Book
 from harness_bt.ledger.record import CommandRecord, HistoryEntry
 from harness_bt.ledger.states import TERMINAL, CommandState
@@ -70,7 +71,7 @@ def load_book(book: Book, body: str, digest: str, *, last_seq: int) -> int:
     if hashlib.sha256(body.encode()).hexdigest() != digest:
         raise SnapshotMismatch("its sha256 does not match its content")
     try:
-        data = json.loads(body)
+        data = decode_json(body)
     except ValueError as exc:
         raise SnapshotMismatch(f"it is not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
