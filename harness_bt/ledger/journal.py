@@ -30,6 +30,9 @@ __all__ = ["FORMAT_VERSION", "LedgerJournal"]
 
 FORMAT_VERSION = "1"
 _INSERT = "INSERT INTO ledger_journal(seq, body) VALUES (?, ?)"
+_ONE_STATEMENT = 16  # up to this many rows are written by one multi-row INSERT
+_INSERTS = {n: "INSERT INTO ledger_journal(seq, body) VALUES " + ",".join(["(?, ?)"] * n)
+            for n in range(1, _ONE_STATEMENT + 1)}
 _DUMPS = json.JSONEncoder(separators=(",", ":")).encode
 _ORJSON = orjson.dumps
 
@@ -38,12 +41,13 @@ def encode_entry(entry: dict[str, Any]) -> str:
     """One entry as compact JSON. orjson (an order of magnitude faster) where it writes what
     :mod:`json` would read back equal; json where it would not: evidence may hold NaN or
     infinities (orjson writes them as null), and orjson refuses ints past 64 bits."""
-    if "ev" not in entry:
-        try:
-            return _ORJSON(entry).decode()
-        except TypeError:
-            pass
-    return _DUMPS(entry)
+    try:
+        text = _ORJSON(entry).decode()
+    except TypeError:
+        return _DUMPS(entry)
+    if "ev" in entry and "null" in text:  # maybe a NaN made null (or a real null: either way)
+        return _DUMPS(entry)
+    return text
 
 
 def decode_json(text: str) -> Any:
@@ -190,8 +194,8 @@ class LedgerJournal:
     def _write(self, rows: list[tuple[int, str]]) -> None:
         db = self._db
         try:
-            if len(rows) == 1:
-                db.execute(_INSERT, rows[0])
+            if len(rows) <= _ONE_STATEMENT:  # one prepared statement, one implicit transaction
+                db.execute(_INSERTS[len(rows)], [v for row in rows for v in row])
             else:
                 db.execute("BEGIN")
                 db.executemany(_INSERT, rows)
