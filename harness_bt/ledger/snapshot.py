@@ -31,6 +31,7 @@ __all__ = ["SNAPSHOT_FORMAT", "SnapshotMismatch", "dump_book", "load_book"]
 
 SNAPSHOT_FORMAT = 1
 _STATE = {s.value: s for s in CommandState}
+_DUMPS = json.JSONEncoder(separators=(",", ":")).encode  # json, not orjson: NaN evidence
 _FIELDS = tuple(Command.model_fields)
 _COMMANDS = TypeAdapter(list[Command])
 
@@ -51,16 +52,55 @@ def _record(r: CommandRecord) -> list[Any]:
             r.dispatched_at, r.started_at, r.exec_deadline, r.stop_requested, r.stop_deadline,
             r.terminal_at, r.last_seq, r.progress, r.last_progress_at, r.control_done_seen,
             None if r.prior_state is None else r.prior_state.value, list(r.evidence),
-            [_hist(h) for h in r.events]]
+            _history_text(r)]
+
+
+def _history_text(r: CommandRecord) -> str:
+    raw = r._raw if isinstance(r, SnapshotRecord) else None
+    return raw if raw is not None else _DUMPS([_hist(h) for h in r.events])
+
+
+def _history(raw: str) -> list[HistoryEntry]:
+    state, hist = _STATE, HistoryEntry
+    return [hist(s, op, None if b is None else state[b], state[a], why, mono, wall, applied,
+                 rseq, tuple(hev), detail)
+            for s, op, b, a, why, mono, wall, applied, rseq, hev, detail in decode_json(raw)]
+
+
+class SnapshotRecord(CommandRecord):
+    """A record loaded from a snapshot: its history (most records' history is never read
+    again) stays JSON text until :attr:`events` is first used."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, *args: Any, raw: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._raw: str | None = raw
+
+    @property  # type: ignore[override]
+    def events(self) -> list[HistoryEntry]:
+        raw = self._raw
+        if raw is not None:
+            self._raw = None
+            _EVENTS.__set__(self, _history(raw))
+        return _EVENTS.__get__(self)  # type: ignore[no-any-return]
+
+    @events.setter
+    def events(self, value: list[HistoryEntry]) -> None:
+        self._raw = None
+        _EVENTS.__set__(self, value)
+
+
+_EVENTS: Any = CommandRecord.__dict__["events"]  # the slot under the property
 
 
 def dump_book(book: Book, seq: int) -> tuple[str, str]:
     """The book as it stands after journal entry ``seq``: ``(body, sha256 of body)``."""
-    body = json.dumps({
+    body = _DUMPS({
         "format": SNAPSHOT_FORMAT, "seq": seq, "world_version": book.world_version,
         "epoch": book.epoch, "holders": book.holders, "fields": _FIELDS,
         "records": [_record(r) for r in book.records.values()],
-    }, separators=(",", ":"))
+    })
     return body, hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -82,7 +122,7 @@ def load_book(book: Book, body: str, digest: str, *, last_seq: int) -> int:
         raise SnapshotMismatch(f"it stands at seq {seq!r}, the journal ends at {last_seq}")
     if data.get("fields") != list(_FIELDS):
         raise SnapshotMismatch("its commands have other fields than this version's")
-    state, hist = _STATE, HistoryEntry
+    state = _STATE
     records: dict[str, CommandRecord] = {}
     active: dict[str, CommandRecord] = {}
     try:
@@ -91,15 +131,15 @@ def load_book(book: Book, body: str, digest: str, *, last_seq: int) -> int:
                                               for r in rows])
         for cmd, (_, st, reason, acc, sdl, disp, started, edl, stop_req, stop_dl, term, lseq,
              prog, lprog, cdone, prior, ev, events) in zip(commands, rows, strict=True):
-            rec = CommandRecord(
+            if not isinstance(events, str):
+                raise TypeError(f"history {events!r:.50} is not JSON text")
+            rec = SnapshotRecord(
                 command=cmd, state=state[st], reason=reason, accepted_at=acc,
                 start_deadline=sdl, dispatched_at=disp, started_at=started, exec_deadline=edl,
                 stop_requested=stop_req, stop_deadline=stop_dl, terminal_at=term, last_seq=lseq,
                 progress=prog, last_progress_at=lprog, control_done_seen=cdone,
                 prior_state=None if prior is None else state[prior], evidence=tuple(ev),
-                events=[hist(s, op, None if b is None else state[b], state[a], why, mono, wall,
-                             applied, rseq, tuple(hev), detail)
-                        for s, op, b, a, why, mono, wall, applied, rseq, hev, detail in events])
+                raw=events)
             records[cmd.command_id] = rec
             if rec.state not in TERMINAL:
                 active[cmd.command_id] = rec
