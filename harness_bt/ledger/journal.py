@@ -51,11 +51,18 @@ def encode_entry(entry: dict[str, Any]) -> str:
 
 
 def decode_json(text: str) -> Any:
-    """orjson's reading, or json's for text orjson refuses (NaN and Infinity literals)."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return json.loads(text)
+    """orjson's reading where it gives json's answer, else json's: orjson refuses NaN and
+    Infinity literals, and reads an integer of 19 or more digits as a float."""
+    if _LONG_RUN not in text.encode().translate(_DIGITS):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
+
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))  # digits -> "0", else " "
+_LONG_RUN = b"0" * 19
 
 
 class LedgerJournal:

@@ -303,7 +303,7 @@ def test_snapshot_every_must_be_a_positive_int_or_none(journal_path, bad):
 @pytest.mark.parametrize("snapshot", [True, False])
 def test_non_finite_evidence_and_a_huge_int_param_read_back_equal(journal_path, cmd, snapshot):
     led = Ledger.open(journal_path, now=0.0)
-    led.submit(cmd("nav-1", world_version=0, params={"ticks": 2**70}), now=0.0)
+    led.submit(cmd("nav-1", world_version=0, params={"ticks": 2**70 + 1}), now=0.0)
     led.dispatch("nav-1", now=0.1)
     led.apply(CommandEvent("nav-1", 1, "control_done"), now=0.2)
     led.verdict("nav-1", "FAILED", evidence=[{"gap_m": float("nan"), "far": float("inf")}],
@@ -317,7 +317,7 @@ def test_non_finite_evidence_and_a_huge_int_param_read_back_equal(journal_path, 
         led._journal = None
     again = Ledger.open(journal_path, now=1.0)
     rec = again.get("nav-1")
-    assert rec.command == before.command and rec.command.params["ticks"] == 2**70
+    assert rec.command == before.command and rec.command.params["ticks"] == 2**70 + 1
     (ev,) = rec.evidence
     assert ev["gap_m"] != ev["gap_m"] and ev["far"] == float("inf")  # NaN stays NaN
     assert [h.to_dict()["seq"] for h in rec.events] == [1, 2, 3, 4]
