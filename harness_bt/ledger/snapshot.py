@@ -47,7 +47,7 @@ def _hist(h: HistoryEntry) -> list[Any]:
 
 
 def _record(r: CommandRecord) -> list[Any]:
-    wire = r.command.to_wire()
+    wire = r.command.wire
     return [[wire[f] for f in _FIELDS], r.state.value, r.reason, r.accepted_at, r.start_deadline,
             r.dispatched_at, r.started_at, r.exec_deadline, r.stop_requested, r.stop_deadline,
             r.terminal_at, r.last_seq, r.progress, r.last_progress_at, r.control_done_seen,

@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 from harness_bt.errors import HarnessError
 from harness_bt.runtime.executor import executable_skills
 from runtime_bridge.host import ExecutorHost
+from runtime_bridge.zmq.command_text import command_text
 from runtime_bridge.zmq.codec import (
     ack_to_wire,
     batch_to_wire,
@@ -103,7 +104,8 @@ class RuntimeService:
     def _dispatch(self, request: Message) -> dict[str, Any]:
         command = command_from_wire(request.body, request.command_id)
         budget = optional_number(request.body, "start_budget_ms")
-        return ack_to_wire(self.host.submit(command, start_budget_ms=budget))
+        return ack_to_wire(self.host.submit(command, start_budget_ms=budget,
+                                            command_json=command_text(request.body["command"])))
 
     def _need_id(self, request: Message) -> str:
         if not request.command_id:
