@@ -35,9 +35,10 @@ def replay(book: Book, journal: LedgerJournal, *, use_snapshot: bool = True) -> 
                             journal.path, why)
                 seq = 0  # load_book left the book untouched
         apply = book.apply
-        for seq, entry in journal.read(after=seq):  # noqa: B007  (the last one is returned)
+        last = seq
+        for last, entry in journal.read(after=seq):  # noqa: B007  (the last one is returned)
             apply(entry)
-        return seq
+        return last
     finally:
         if was_enabled:
             gc.enable()

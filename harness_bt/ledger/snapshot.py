@@ -77,13 +77,13 @@ class SnapshotRecord(CommandRecord):
         super().__init__(*args, **kwargs)
         self._raw: str | None = raw
 
-    @property  # type: ignore[override]
+    @property
     def events(self) -> list[HistoryEntry]:
         raw = self._raw
         if raw is not None:
             self._raw = None
             _EVENTS.__set__(self, _history(raw))
-        return _EVENTS.__get__(self)  # type: ignore[no-any-return]
+        return _EVENTS.__get__(self)
 
     @events.setter
     def events(self, value: list[HistoryEntry]) -> None:

@@ -8,7 +8,6 @@ from typing import Any, Protocol, runtime_checkable
 from harness_bt.errors import HarnessError
 from harness_bt.runtime.executor import executable_skills
 from runtime_bridge.host import ExecutorHost
-from runtime_bridge.zmq.command_text import command_text
 from runtime_bridge.zmq.codec import (
     ack_to_wire,
     batch_to_wire,
@@ -18,6 +17,7 @@ from runtime_bridge.zmq.codec import (
     optional_number,
     status_to_wire,
 )
+from runtime_bridge.zmq.command_text import command_text
 from runtime_bridge.zmq.wire import (
     PROTOCOL_VERSION,
     Message,

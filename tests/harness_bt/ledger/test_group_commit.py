@@ -130,11 +130,10 @@ def test_a_failed_group_commit_refuses_every_later_call_until_reopened(journal_p
     assert journal is not None
     real = journal._db
     with pytest.raises(LedgerError, match=r"disk is full; entries 2\.\.3 took effect in "
-                       r"memory but are not on disk") as failed:
-        with led.group():
-            led.dispatch("nav-1", now=0.1)
-            led.apply(CommandEvent("nav-1", 1, "started"), now=0.2)
-            journal._db = _FailingDb(real)  # type: ignore[assignment]
+                       r"memory but are not on disk") as failed, led.group():
+        led.dispatch("nav-1", now=0.1)
+        led.apply(CommandEvent("nav-1", 1, "started"), now=0.2)
+        journal._db = _FailingDb(real)  # type: ignore[assignment]
     assert failed.value.code == "JOURNAL_FAILED"
     assert "open the journal again" in (failed.value.fix or "")
     journal._db = real
