@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any
 
+import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from harness_bt.ledger.command import Command
@@ -57,7 +59,31 @@ def _record(r: CommandRecord) -> list[Any]:
 
 def _history_text(r: CommandRecord) -> str:
     raw = r._raw if isinstance(r, SnapshotRecord) else None
-    return raw if raw is not None else _DUMPS([_hist(h) for h in r.events])
+    if raw is not None:
+        return raw
+    events = r.events
+    return _encode([_hist(h) for h in events], all(_exact(h.evidence) for h in events))
+
+
+def _exact(value: Any) -> bool:
+    """Whether orjson writes ``value`` as json would: no NaN or infinity (orjson: null)."""
+    if type(value) is float:
+        return math.isfinite(value)
+    if isinstance(value, list | tuple):
+        return all(_exact(v) for v in value)
+    if isinstance(value, dict):
+        return all(_exact(v) for v in value.values())
+    return True
+
+
+def _encode(value: Any, exact: bool) -> str:
+    """orjson where it writes what json would, else json (which keeps NaN as NaN)."""
+    if exact:
+        try:
+            return orjson.dumps(value).decode()
+        except TypeError:  # an integer past 64 bits
+            pass
+    return _DUMPS(value)
 
 
 def _history(raw: str) -> list[HistoryEntry]:
@@ -96,11 +122,12 @@ _EVENTS: Any = CommandRecord.__dict__["events"]  # the slot under the property
 
 def dump_book(book: Book, seq: int) -> tuple[str, str]:
     """The book as it stands after journal entry ``seq``: ``(body, sha256 of body)``."""
-    body = _DUMPS({
+    records = book.records.values()
+    body = _encode({
         "format": SNAPSHOT_FORMAT, "seq": seq, "world_version": book.world_version,
         "epoch": book.epoch, "holders": book.holders, "fields": _FIELDS,
-        "records": [_record(r) for r in book.records.values()],
-    })
+        "records": [_record(r) for r in records],
+    }, all(_exact(r.evidence) for r in records))
     return body, hashlib.sha256(body.encode()).hexdigest()
 
 
