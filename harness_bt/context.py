@@ -230,6 +230,7 @@ class RunContext:
         if not breaker.allow(self.now):
             self.emit("dispatch", command_id=command_id, sent=False, reason="CIRCUIT_OPEN:bridge")
             return None
+        self.ledger.flush()  # durable before the runtime may act on it (Ledger.group)
         try:
             ack = self.bridge.dispatch(rec.command,
                                        start_budget_ms=rec.start_budget_left_ms(self.now))
@@ -258,6 +259,7 @@ class RunContext:
             self.send_cancel(command_id)
 
     def send_cancel(self, command_id: str) -> None:
+        self.ledger.flush()  # the cancel is journaled before the runtime is told
         try:
             ack = self.bridge.cancel(command_id)
         except BridgeError as exc:

@@ -60,6 +60,12 @@ class Command(BaseModel):
         """A JSON-ready dict that :meth:`from_wire` reads back equal."""
         return self.model_dump(mode="json")
 
+    @cached_property
+    def wire(self) -> dict[str, Any]:
+        """:meth:`to_wire`, made once per command and shared (the journal, the ZeroMQ
+        dispatch and its resends read it): read it, never change it."""
+        return self.model_dump(mode="json")
+
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> Command:
         return cls.model_validate(dict(data))

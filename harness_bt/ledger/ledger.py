@@ -4,12 +4,12 @@ Every public call decides what changes (the rules: :mod:`harness_bt.ledger.lifec
 the change to the journal (when durable), applies it to memory, tells the listeners, and
 returns. Replaying the journal applies the same entries, so a reopened ledger is the one that
 was written, with every non-terminal command turned UNKNOWN (reason ``RESTARTED``) until it is
-reconciled.
+reconciled. Inside :meth:`Ledger.group` the journal writes of several calls (one tick's) are
+committed together, at :meth:`Ledger.flush` or at the end of the group.
 """
 
 from __future__ import annotations
 
-import gc
 import os
 import threading
 import time
@@ -18,6 +18,7 @@ from typing import Any
 
 from harness_bt.ledger.command import Command, CommandEvent
 from harness_bt.ledger.errors import LedgerCode, LedgerError, finite_seconds
+from harness_bt.ledger.group import GroupCommit
 from harness_bt.ledger.journal import LedgerJournal
 from harness_bt.ledger.lifecycle import (
     Book,
@@ -30,6 +31,7 @@ from harness_bt.ledger.lifecycle import (
     verdict_entry,
 )
 from harness_bt.ledger.record import CommandRecord, HistoryEntry
+from harness_bt.ledger.recovery import replay
 from harness_bt.ledger.states import CommandState, Verdict
 
 __all__ = ["Ledger", "LedgerListener", "PremiseCheck"]
@@ -39,7 +41,7 @@ LedgerListener = Callable[[CommandRecord, HistoryEntry], None]
 PremiseCheck = Callable[[Command], str | None]
 
 
-class Ledger:
+class Ledger(GroupCommit):
     """The command ledger. See the package docstring and docs/architecture.md for the rules.
 
     ``Ledger()`` keeps everything in memory; :meth:`Ledger.open` journals to SQLite. Times passed
@@ -80,8 +82,9 @@ class Ledger:
         self._seq = 0
         self._closed = False
         self.restarted: list[str] = []
+        self.snapshot_every: int | None = None
         if _journal is not None:
-            self._replay(_journal)
+            self._seq = replay(self._book, _journal)
 
     # ------------------------------------------------------------------ construction
 
@@ -95,20 +98,27 @@ class Ledger:
         wall_clock: Callable[[], float] = time.time,
         synchronous: str = "NORMAL",
         now: float | None = None,
+        snapshot_every: int | None = 50_000,
     ) -> Ledger:
         """Open (or create) a durable ledger. Reopening recovers every record in the file.
 
         Non-terminal records come back UNKNOWN with reason ``RESTARTED`` (their ids are listed in
         :attr:`restarted`) and keep their resources until reconciled. ``now`` is the monotonic
-        time stamped on those transitions (default: ``time.monotonic()``).
+        time stamped on those transitions (default: ``time.monotonic()``). A reopen reads the
+        newest snapshot and the entries after it; one is written on :meth:`close` and after
+        every ``snapshot_every`` entries (None: only on close).
         """
+        if snapshot_every is not None and (type(snapshot_every) is not int or snapshot_every < 1):
+            raise LedgerError(LedgerCode.INVALID_COMMAND, f"snapshot_every={snapshot_every!r} "
+                              "must be a positive int or None", field="snapshot_every")
         journal = LedgerJournal(path, synchronous=synchronous)
-        ledger = cls(
-            retention_s=retention_s,
-            default_stop_timeout_s=default_stop_timeout_s,
-            wall_clock=wall_clock,
-            _journal=journal,
-        )
+        try:
+            ledger = cls(retention_s=retention_s, default_stop_timeout_s=default_stop_timeout_s,
+                         wall_clock=wall_clock, _journal=journal)
+        except BaseException:
+            journal.close()
+            raise
+        ledger.snapshot_every = snapshot_every
         ledger._mark_restarted(time.monotonic() if now is None else now)
         return ledger
 
@@ -119,13 +129,6 @@ class Ledger:
     @property
     def path(self) -> str | None:
         return None if self._journal is None else self._journal.path
-
-    def close(self) -> None:
-        """Close the journal. Further calls raise ``LEDGER_CLOSED``."""
-        with self._lock:
-            self._closed = True
-            if self._journal is not None:
-                self._journal.close()
 
     def __enter__(self) -> Ledger:
         return self
@@ -434,22 +437,11 @@ class Ledger:
             if hist is not None and rec is not None:
                 for listener in self._listeners:
                     listener(rec, hist)
+        if self.snapshot_every is not None:
+            self._after_write()
         return out
 
     # ------------------------------------------------------------------ durability
-
-    def _replay(self, journal: LedgerJournal) -> None:
-        # Replay allocates only acyclic objects; pausing the cyclic collector saves the repeated
-        # full-heap passes that would otherwise dominate the reopen of a long journal.
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            for seq, entry in journal.read():
-                self._book.apply(entry)
-                self._seq = seq
-        finally:
-            if was_enabled:
-                gc.enable()
 
     def _mark_restarted(self, now: float) -> None:
         entries = [
@@ -463,6 +455,8 @@ class Ledger:
             self._commit(entries)
 
     def _check_open(self) -> None:
+        if self._journal is not None and self._journal.failed is not None:
+            raise self._journal.failed
         if self._closed:
             raise LedgerError(
                 LedgerCode.LEDGER_CLOSED, "the ledger is closed", fix="open it again"

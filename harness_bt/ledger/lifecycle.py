@@ -324,7 +324,7 @@ def to_json(entry: dict[str, Any]) -> dict[str, Any]:
     cmd = entry.get("cmd")
     if isinstance(cmd, Command):
         entry = dict(entry)
-        entry["cmd"] = cmd.to_wire()
+        entry["cmd"] = cmd.wire
     return entry
 
 

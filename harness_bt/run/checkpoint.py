@@ -128,6 +128,7 @@ class Checkpointer:
             return
         self._checkpointed = transitions
         self._progress_at = now
+        run.ledger.flush()  # the ledger's entries the checkpoint rests on reach the disk first
         cp = take(run, now, reason)
         seq = self.journal.checkpoint(cp, wall=run.context.clock.wall())
         run.context.emit("checkpoint", seq=seq, reason=reason,

@@ -228,23 +228,24 @@ class TaskRunner:
         ctx.now = now
         if self.phase is RunPhase.FINISHED:
             return
-        self.ticks += 1
-        ctx.tick = self.trace.tick = self.ticks
-        if self.phase is RunPhase.IDLE:
-            self._start(now)
-        self._poll(now)
-        self._to_cancel = []
-        self.ledger.tick(now=now)
-        for cid in self._to_cancel:
-            ctx.send_cancel(cid)
-        self.reconciler.step(now)
-        if self.phase is RunPhase.RUNNING:
-            self._tick_chart(now)
-        if self.phase in (RunPhase.RUNNING, RunPhase.DRAINING):
-            self.checkpoints.after_tick(self, now, self._transitions)
+        with self.ledger.group():  # one commit per tick; sends and checkpoints flush first
+            self.ticks += 1
+            ctx.tick = self.trace.tick = self.ticks
+            if self.phase is RunPhase.IDLE:
+                self._start(now)
+            self._poll(now)
+            self._to_cancel = []
+            self.ledger.tick(now=now)
+            for cid in self._to_cancel:
+                ctx.send_cancel(cid)
+            self.reconciler.step(now)
+            if self.phase is RunPhase.RUNNING:
+                self._tick_chart(now)
+            if self.phase in (RunPhase.RUNNING, RunPhase.DRAINING):
+                self.checkpoints.after_tick(self, now, self._transitions)
         if self.phase is RunPhase.DRAINING and (not self._open()
                                                   or now >= self._drain_deadline):
-            self._finish(now)
+            self._finish(now)  # after the tick's commit: the result rests on what is on disk
 
     def stop(self, outcome: str = "aborted", reason: str = "aborted_stopped") -> None:
         """Stop a running run from outside: halt every active phase, cancel open commands,

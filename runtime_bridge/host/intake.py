@@ -30,8 +30,10 @@ class Intake(HostCore):
     """The host's requests: :meth:`submit`, :meth:`cancel`, :meth:`heartbeat` (see the module
     docstring)."""
 
-    def submit(self, command: Command, *, start_budget_ms: float | None = None) -> Ack:
-        """Accept ``command`` (state PENDING, started at the next step) or refuse it."""
+    def submit(self, command: Command, *, start_budget_ms: float | None = None,
+               command_json: str | None = None) -> Ack:
+        """Accept ``command`` (state PENDING, started at the next step) or refuse it.
+        ``command_json``: its journal text when the caller has it (it must read back equal)."""
         with self._lock:
             self._check_open()
             cid = command.command_id
@@ -63,7 +65,8 @@ class Intake(HostCore):
                     refusal = (f"{RuntimeReason.EXECUTOR_REFUSED}: the executor factory raised "
                                f"{exc!r}")
             rec = RuntimeRecord(cid, command, refusal is None, RuntimeState.PENDING,
-                                RuntimeReason.ACCEPTED.value, self.clock.wall())
+                                RuntimeReason.ACCEPTED.value, self.clock.wall(),
+                                _command_json=command_json)
             if refusal is not None or executor is None:
                 self._end(rec, RuntimeState.REJECTED,
                           refusal or RuntimeReason.EXECUTOR_REFUSED.value, EventKind.REJECTED)

@@ -159,7 +159,7 @@ class ZmqBridge:
             if tries > 1 and left <= 0:
                 break
             try:
-                reply = self._call(MessageType.DISPATCH, cid, {"command": command.to_wire(),
+                reply = self._call(MessageType.DISPATCH, cid, {"command": command.wire,
                                                       "start_budget_ms": left}, retries=1,
                                    timeout_s=next(waits))
             except WireError as err:

@@ -17,6 +17,7 @@ from runtime_bridge.zmq.codec import (
     optional_number,
     status_to_wire,
 )
+from runtime_bridge.zmq.command_text import command_text
 from runtime_bridge.zmq.wire import (
     PROTOCOL_VERSION,
     Message,
@@ -103,7 +104,8 @@ class RuntimeService:
     def _dispatch(self, request: Message) -> dict[str, Any]:
         command = command_from_wire(request.body, request.command_id)
         budget = optional_number(request.body, "start_budget_ms")
-        return ack_to_wire(self.host.submit(command, start_budget_ms=budget))
+        return ack_to_wire(self.host.submit(command, start_budget_ms=budget,
+                                            command_json=command_text(request.body["command"])))
 
     def _need_id(self, request: Message) -> str:
         if not request.command_id:
