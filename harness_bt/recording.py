@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from harness_bt.events import TraceKind
 from harness_bt.runtime.observation import CameraFrame, Observation
 from harness_bt.trace import Trace
 from harness_bt.world import ObjectUpdate, Perception
@@ -162,7 +163,7 @@ class FrameRecorder:
         if not images:
             return
         self.count += len(images)
-        self.trace.emit("frame", file=self.path.name, **frame_data(obs, updates, images))
+        self.trace.emit(TraceKind.FRAME, file=self.path.name, **frame_data(obs, updates, images))
 
     def close(self) -> None:
         if self._tar is not None:

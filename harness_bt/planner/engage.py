@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness_bt.events import TraceKind
 from harness_bt.planner.model import Attempt, Decision, Plan, Planner, PlanRequest, Refusal
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class PlannerWatch:
                 return
             trace.listeners.remove(after_start)
             for call, decision in self.calls:
-                trace.emit("planner", **event_data(decision, call, self.instruction))
+                trace.emit(TraceKind.PLANNER, **event_data(decision, call, self.instruction))
 
         trace.listeners.append(after_start)
         if self.inner is not None:
