@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from harness_bt.events import TraceKind
+from harness_bt.events import Event, FrameEvent, TraceKind, parse_event
 from harness_bt.runtime.observation import CameraFrame, Observation
 from harness_bt.trace import Trace
 from harness_bt.world import ObjectUpdate, Perception
@@ -199,10 +199,11 @@ class FrameStore:
 
     @classmethod
     def beside(cls, trace_path: str | os.PathLike[str] | None,
-               events: Sequence[Mapping[str, Any]]) -> FrameStore:
+               events: Sequence[Event | Mapping[str, Any]]) -> FrameStore:
         """The frames file a trace's ``frame`` events name, beside the trace file (an empty
         store when the trace recorded no frames)."""
-        name = next((e["data"].get("file") for e in events if e.get("kind") == "frame"), None)
+        name = next((e.file for e in map(parse_event, events) if isinstance(e, FrameEvent)),
+                    None)
         if name is None:
             return cls(None)
         base = Path(trace_path).parent if trace_path is not None else Path(".")

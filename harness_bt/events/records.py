@@ -124,7 +124,7 @@ class TaskEvent(Event):
     """``task``: the whole task structure (the first event); ``structure`` is what drawings
     and replay read."""
 
-    name: str = field_of(text, key="task")
+    name: str = field_of(text, key="task", default="")
     initial: str | None = field_of(_str, default=None)
     scene: str | None = field_of(_str, default=None)
     phases: tuple[Any, ...] = field_of(values, default=())

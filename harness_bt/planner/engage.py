@@ -62,7 +62,7 @@ class PlannerWatch:
         trace = runner.trace
 
         def after_start(event: dict[str, Any]) -> None:
-            if event["kind"] != "run_start":
+            if event["kind"] != TraceKind.RUN_START:
                 return
             trace.listeners.remove(after_start)
             for call, decision in self.calls:
