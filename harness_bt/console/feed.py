@@ -184,6 +184,7 @@ class Feed:
         self._ledger: dict[str, list[Any]] = {}
         self._verdicts: dict[str, list[list[Any]]] = {}
         self._budget: dict[str, Any] = {}
+        self._max_time_s: float | None = None
         self._started = 0.0
         self._latency: list[float] = []
         self.control: dict[str, Any] = {}
@@ -249,6 +250,7 @@ class Feed:
                 del rows[:-3]
             case RunStartEvent():
                 self._budget = dict(e.budget)
+                self._max_time_s = e.max_time_s
                 self._started = mono
             case BudgetEvent():
                 for key, value in (("retries_used", e.retries_used),
@@ -277,8 +279,8 @@ class Feed:
         view.pop("commands", None)
         lat = sorted(self._latency)
         budget = dict(self._budget)
-        if budget.get("max_time_s") is not None:
-            budget["time_left_s"] = round(max(0.0, float(budget["max_time_s"]) - (
+        if self._max_time_s is not None:
+            budget["time_left_s"] = round(max(0.0, self._max_time_s - (
                 frame.mono - self._started)), 2)
         view.update(
             episode=self.episode, ledger={k: list(v) for k, v in self._ledger.items()},

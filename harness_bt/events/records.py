@@ -7,12 +7,10 @@ Every field not typed here is still in the record's ``data`` (the event as writt
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any
 
 from harness_bt.events.base import (
     Event,
-    _Bad,
     anything,
     field_of,
     flag,
@@ -25,6 +23,7 @@ from harness_bt.events.base import (
     values,
 )
 from harness_bt.events.kinds import TraceKind
+from harness_bt.events.values import OutcomeInfo, budget_limits, outcome_info, status_changes
 
 __all__ = [
     "RECORDS",
@@ -75,45 +74,6 @@ __all__ = [
 _record = dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class OutcomeInfo:
-    """A node's or a tree's outcome as the trace writes it (``failure`` and ``outcome``
-    events): ``kind`` (succeeded, failed, unknown, budget_exhausted, ...), the reason code,
-    the node, the command, the evidence (``details``) and the outcome that caused it."""
-
-    kind: str
-    reason: str = ""
-    node_path: str = ""
-    retryable: bool = False
-    command_id: str | None = None
-    details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    cause: OutcomeInfo | None = None
-
-
-def outcome_info(value: Any) -> OutcomeInfo:
-    if not isinstance(value, dict) or not isinstance(value.get("kind"), str):
-        raise _Bad("an outcome (an object with a string 'kind')")
-    try:
-        return OutcomeInfo(
-            kind=value["kind"], reason=optional(text)(value.get("reason")) or "",
-            node_path=optional(text)(value.get("node_path")) or "",
-            retryable=bool(optional(flag)(value.get("retryable"))),
-            command_id=optional(text)(value.get("command_id")),
-            details=optional(mapping)(value.get("details")) or {},
-            cause=None if value.get("cause") is None else outcome_info(value["cause"]))
-    except _Bad as exc:
-        raise _Bad(f"an outcome whose fields are well typed ({exc})") from None
-
-
-def status_changes(value: Any) -> dict[str, tuple[str, str]]:
-    """node path -> (status before, status after)."""
-    if isinstance(value, dict) and all(
-            isinstance(v, list | tuple) and len(v) == 2 and all(isinstance(s, str) for s in v)
-            for v in value.values()):
-        return {str(k): (v[0], v[1]) for k, v in value.items()}
-    raise _Bad("an object of node path -> [status before, status after]")
-
-
 _str = optional(text)
 _num = optional(number)
 _int = optional(integer)
@@ -139,9 +99,16 @@ class TaskEvent(Event):
 
 @_record
 class RunStartEvent(Event):
+    """``run_start``: the seed, the tick period and the task budget's limits (``budget``)."""
+
     seed: int | None = field_of(_int, default=None)
     tick_period_s: float | None = field_of(_num, default=None)
-    budget: dict[str, Any] = field_of(mapping, default={})
+    budget: dict[str, Any] = field_of(budget_limits, default={})
+
+    @property
+    def max_time_s(self) -> float | None:
+        """The task's time budget (None: unlimited)."""
+        return _num(self.budget.get("max_time_s"))
 
 
 @_record

@@ -231,6 +231,9 @@ def test_a_kind_from_a_newer_writer_is_kept_as_another_event_and_replays() -> No
      "seq 10 (kind 'failure'): data 'outcome' must be an outcome"),
     ({"seq": 11, "kind": "status", "data": {"phase": "p", "changes": {"a": ["RUNNING"]}}},
      "seq 11 (kind 'status'): data 'changes' must be an object of node path -> "),
+    ({"seq": 16, "kind": "run_start", "data": {"budget": {"max_time_s": "soon"}}},
+     "seq 16 (kind 'run_start'): data 'budget' must be an object of max_retries (an integer or "
+     "null) and max_time_s (a number or null), got {'max_time_s': 'soon'}"),
     ({"seq": "12", "kind": "chart", "data": {}},
      "trace event seq 12 (kind 'chart'): 'seq' must be an integer, got '12'"),
     ({"seq": 13, "kind": "teleport", "tick": "soon", "data": {}},
