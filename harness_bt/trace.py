@@ -22,6 +22,10 @@ step, a breakpoint set, reached or cleared, a stop; who asked and when:
 :mod:`harness_bt.console`), ``planner`` (a planner call that chose the task, or refused:
 :mod:`harness_bt.planner.engage`), ``run_end`` (the result).
 
+Each kind is a :class:`~harness_bt.events.TraceKind` with its own typed record in
+:mod:`harness_bt.events` (:func:`~harness_bt.events.parse_event`): readers match records,
+never the kind's string or the data's keys.
+
 ``Trace.listeners`` are called with every event as it is written (the live console reads
 the run from there); a listener must return at once.
 

@@ -294,3 +294,14 @@ def test_a_field_without_a_default_is_required() -> None:
     with pytest.raises(DefinitionError, match="data has no 'name'"):
         build(Probe, {"seq": 1, "kind": "probe", "data": {}}, "probe")
     assert build(Probe, {"seq": 1, "kind": "probe", "data": {"name": "x"}}, "probe").name == "x"
+
+
+def test_the_events_exports_are_pinned() -> None:
+    import harness_bt.events
+
+    records = sorted(cls.__name__ for cls in RECORDS.values())
+    assert sorted(harness_bt.events.__all__) == sorted([
+        "Event", "NodeEvent", "OtherEvent", "OutcomeInfo", "RECORDS", "TraceKind", "parse_event",
+        *records])
+    for name in harness_bt.events.__all__:
+        assert hasattr(harness_bt.events, name), name
