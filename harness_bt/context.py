@@ -22,6 +22,7 @@ from harness_bt.budget import BreakerBoard, TaskBudget
 from harness_bt.clock import Clock
 from harness_bt.errors import BridgeError, HarnessError
 from harness_bt.evaluation import EvaluatorRegistry
+from harness_bt.events import TraceKind
 from harness_bt.ledger import CommandRecord, CommandState, HistoryEntry, Ledger
 from harness_bt.runtime.bridge import Ack, RuntimeBridge
 from harness_bt.skill import SkillRegistry
@@ -150,7 +151,7 @@ class PhaseScope:
         self.last_failure = outcome
         self.last_failure_tick = self.context.tick
         if emit:
-            self.context.emit("failure", phase=self.phase, node_path=outcome.node_path,
+            self.context.emit(TraceKind.FAILURE, phase=self.phase, node_path=outcome.node_path,
                               command_id=outcome.command_id, outcome=outcome.to_dict())
         return outcome
 
@@ -214,7 +215,7 @@ class RunContext:
         self.control_done_step: dict[str, int] = {}  # command id -> runtime timestep
         self.command_phase: dict[str, str] = {}
 
-    def emit(self, kind: str, /, **fields: Any) -> None:
+    def emit(self, kind: TraceKind, /, **fields: Any) -> None:
         self.trace.emit(kind, **fields)
 
     def count(self, name: str, n: int = 1) -> None:
@@ -228,7 +229,8 @@ class RunContext:
         rec = self.ledger.get(command_id)
         breaker = self.breakers.get("bridge")
         if not breaker.allow(self.now):
-            self.emit("dispatch", command_id=command_id, sent=False, reason="CIRCUIT_OPEN:bridge")
+            self.emit(TraceKind.DISPATCH, command_id=command_id, sent=False,
+                      reason="CIRCUIT_OPEN:bridge")
             return None
         self.ledger.flush()  # durable before the runtime may act on it (Ledger.group)
         try:
@@ -236,10 +238,10 @@ class RunContext:
                                        start_budget_ms=rec.start_budget_left_ms(self.now))
         except BridgeError as exc:
             breaker.record(False, self.now)
-            self.emit("dispatch", command_id=command_id, sent=False, error=exc.to_dict())
+            self.emit(TraceKind.DISPATCH, command_id=command_id, sent=False, error=exc.to_dict())
             return None
         breaker.record(True, self.now)
-        self.emit("dispatch", command_id=command_id, sent=True, accepted=ack.accepted,
+        self.emit(TraceKind.DISPATCH, command_id=command_id, sent=True, accepted=ack.accepted,
                   duplicate=ack.duplicate, runtime_state=ack.state.value, reason=ack.reason,
                   start_budget_ms=rec.start_budget_left_ms(self.now))
         return ack
@@ -252,7 +254,7 @@ class RunContext:
             return
         before = rec.state
         rec = self.ledger.cancel(command_id, now=self.now, stop_timeout_s=stop_timeout_s)
-        self.emit("cancel", command_id=command_id, why=why, state_before=before.value,
+        self.emit(TraceKind.CANCEL, command_id=command_id, why=why, state_before=before.value,
                   state_after=rec.state.value)
         if rec.state is CommandState.CANCELING:
             self.cancel_requested_at.setdefault(command_id, self.now)
@@ -264,19 +266,19 @@ class RunContext:
             ack = self.bridge.cancel(command_id)
         except BridgeError as exc:
             self.breakers.get("bridge").record(False, self.now)
-            self.emit("cancel_sent", command_id=command_id, sent=False, error=exc.to_dict())
+            self.emit(TraceKind.CANCEL_SENT, command_id=command_id, sent=False, error=exc.to_dict())
             return
-        self.emit("cancel_sent", command_id=command_id, sent=True, accepted=ack.accepted,
+        self.emit(TraceKind.CANCEL_SENT, command_id=command_id, sent=True, accepted=ack.accepted,
                   runtime_state=ack.state.value, reason=ack.reason)
 
     def latency(self, which: str, seconds: float | None, **fields: Any) -> None:
         """Record a decision latency (observation in -> command out) or a protection latency
         (stop requested -> stop confirmed); the two are kept apart."""
         value = None if seconds is None or not math.isfinite(seconds) else seconds
-        self.emit("latency", which=which, seconds=value, **fields)
+        self.emit(TraceKind.LATENCY, which=which, seconds=value, **fields)
 
     def error(self, where: str, exc: HarnessError) -> None:
-        self.emit("error", where=where, error=exc.to_dict())
+        self.emit(TraceKind.ERROR, where=where, error=exc.to_dict())
 
     def trace_command(self, rec: CommandRecord, h: HistoryEntry) -> bool:
         """Trace one ledger history entry (``command``), and measure protection latency: from
@@ -297,7 +299,7 @@ class RunContext:
         if h.op == "submit":
             data["command"] = rec.command.to_wire()
         cid = rec.command_id
-        self.emit("command", command_id=cid, **data)
+        self.emit(TraceKind.COMMAND, command_id=cid, **data)
         stop = h.state_after is CommandState.CANCELING and h.op == "tick"
         if stop:
             self.cancel_requested_at.setdefault(cid, h.mono)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_bt.errors import DefinitionError
+from harness_bt.events import Event, FrameEvent, RunEndEvent, RunStartEvent, TaskEvent
 from harness_bt.recording import FrameStore
 from harness_bt.trace import TraceReader
 from harness_bt.viz.channels import (
@@ -82,19 +83,20 @@ class _Out:
 def run_metadata(reader: TraceReader) -> dict[str, str]:
     """The ``harness-bt run`` Metadata record of a trace: what ran, with which seed in which
     scene, how it ended, and when it started on the wall clock."""
-    first = reader.events[0]
-    wall_start = float(first.get("wall") or 0.0) - float(first.get("mono") or 0.0)
-    start = next((e.get("data") or {} for e in reader.events if e["kind"] == "run_start"), {})
-    end = next((e.get("data") or {} for e in reversed(reader.events)
-                if e["kind"] == "run_end"), {})
-    structure = reader.structure
+    structure = reader.structure  # refuses a trace that does not start with the task
+    records = reader.records
+    first = records[0]
+    task = next(e for e in records if isinstance(e, TaskEvent))
+    wall_start = first.wall - first.mono
+    start = next((e for e in records if isinstance(e, RunStartEvent)), None)
+    end = next((e for e in reversed(records) if isinstance(e, RunEndEvent)), None)
     return {
-        "task": str(structure.get("task") or structure.get("name") or ""),
-        "run_id": str(first.get("run_id") or ""),
-        "seed": "" if start.get("seed") is None else str(start["seed"]),
-        "scene": str(structure.get("scene") or ""),
-        "outcome": str(end.get("outcome") or "unfinished"),
-        "reason": str(end.get("reason") or ""),
+        "task": task.name or str(structure.get("name") or ""),
+        "run_id": first.run_id,
+        "seed": "" if start is None or start.seed is None else str(start.seed),
+        "scene": task.scene or "",
+        "outcome": end.outcome if end is not None and end.outcome else "unfinished",
+        "reason": "" if end is None else end.reason,
         "wall_start_ns": str(round(wall_start * 1e9)),
         "wall_start": datetime.datetime.fromtimestamp(wall_start, datetime.UTC).isoformat(),
         "clock": "log time = wall_start + the run's own time (simulated in a simulator)",
@@ -125,18 +127,18 @@ def export_mcap(trace: str | os.PathLike[str], output: str | os.PathLike[str], *
             **metadata, "trace": Path(trace).name,
             "frames": str(store.path.name if store.path else "")})
 
-        def log(e: Mapping[str, Any], severity: str | None = None,
+        def log(e: Event, severity: str | None = None,
                 text: str | None = None) -> None:
             ns = run_ns(wall_start, e)
             out.proto("/harness/log", log_message(e, ns, severity=severity, text=text), ns)
 
         if store.problem:
-            log(reader.events[0], "WARNING", f"camera frames: {store.problem}; the images "
+            log(reader.records[0], "WARNING", f"camera frames: {store.problem}; the images "
                 "not in it are not exported")
-        for e in reader.events:
-            if e["kind"] == "frame":
-                frame_messages(out, e.get("data") or {}, store.get, run_ns(wall_start, e))
-            elif e["kind"] in LOGGED:
+        for e in reader.records:
+            if isinstance(e, FrameEvent):
+                frame_messages(out, e.data, store.get, run_ns(wall_start, e))
+            elif e.kind in LOGGED:
                 log(e)
         for f in frames(reader):
             ns = run_ns(wall_start, {"mono": f.mono})

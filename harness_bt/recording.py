@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from harness_bt.events import Event, FrameEvent, TraceKind, parse_event
 from harness_bt.runtime.observation import CameraFrame, Observation
 from harness_bt.trace import Trace
 from harness_bt.world import ObjectUpdate, Perception
@@ -162,7 +163,7 @@ class FrameRecorder:
         if not images:
             return
         self.count += len(images)
-        self.trace.emit("frame", file=self.path.name, **frame_data(obs, updates, images))
+        self.trace.emit(TraceKind.FRAME, file=self.path.name, **frame_data(obs, updates, images))
 
     def close(self) -> None:
         if self._tar is not None:
@@ -198,10 +199,11 @@ class FrameStore:
 
     @classmethod
     def beside(cls, trace_path: str | os.PathLike[str] | None,
-               events: Sequence[Mapping[str, Any]]) -> FrameStore:
+               events: Sequence[Event | Mapping[str, Any]]) -> FrameStore:
         """The frames file a trace's ``frame`` events name, beside the trace file (an empty
         store when the trace recorded no frames)."""
-        name = next((e["data"].get("file") for e in events if e.get("kind") == "frame"), None)
+        name = next((e.file for e in map(parse_event, events) if isinstance(e, FrameEvent)),
+                    None)
         if name is None:
             return cls(None)
         base = Path(trace_path).parent if trace_path is not None else Path(".")

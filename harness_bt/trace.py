@@ -22,6 +22,10 @@ step, a breakpoint set, reached or cleared, a stop; who asked and when:
 :mod:`harness_bt.console`), ``planner`` (a planner call that chose the task, or refused:
 :mod:`harness_bt.planner.engage`), ``run_end`` (the result).
 
+Each kind is a :class:`~harness_bt.events.TraceKind` with its own typed record in
+:mod:`harness_bt.events` (:func:`~harness_bt.events.parse_event`): readers match records,
+never the kind's string or the data's keys.
+
 ``Trace.listeners`` are called with every event as it is written (the live console reads
 the run from there); a listener must return at once.
 
@@ -41,6 +45,23 @@ from typing import IO, Any
 
 from harness_bt.clock import Clock
 from harness_bt.errors import DefinitionError
+from harness_bt.events import (
+    BlackboardEvent,
+    BudgetEvent,
+    ChartEvent,
+    CommandEvent,
+    Event,
+    LatencyEvent,
+    ObservationEvent,
+    PhaseEnterEvent,
+    PhaseExitEvent,
+    RunEndEvent,
+    StatusEvent,
+    TaskEvent,
+    TraceKind,
+    VerdictEvent,
+    parse_event,
+)
 
 __all__ = ["Trace", "TraceReader", "TraceState"]
 
@@ -83,12 +104,13 @@ class Trace:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = self.path.open("w", encoding="utf-8")
 
-    def emit(self, kind: str, /, *, command_id: str | None = None,
+    def emit(self, kind: TraceKind, /, *, command_id: str | None = None,
              **data: Any) -> dict[str, Any]:
+        """Write one event (its record type: :data:`harness_bt.events.RECORDS`)."""
         self.seq += 1
         event = {
             "seq": self.seq,
-            "kind": kind,
+            "kind": str(kind),
             "task_id": self.task_id,
             "run_id": self.run_id,
             "command_id": command_id,
@@ -141,6 +163,7 @@ class TraceReader:
 
     def __init__(self, events: Iterable[dict[str, Any]]) -> None:
         self.events = sorted(events, key=lambda e: e["seq"])
+        self._records: list[Event] | None = None
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> TraceReader:
@@ -173,12 +196,12 @@ class TraceReader:
     @property
     def structure(self) -> dict[str, Any]:
         """The task structure from the first event."""
-        first = self.events[0] if self.events else None
-        if first is None or first["kind"] != "task":
+        first = parse_event(self.events[0]) if self.events else None
+        if not isinstance(first, TaskEvent):
             raise DefinitionError("INVALID_TRACE", "the trace does not start with a 'task' event",
                                   fix="give a trace written by a TaskRunner (its first event "
                                       "holds the task)")
-        return first["data"]
+        return dict(first.data)
 
     def of_kind(self, *kinds: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["kind"] in kinds]
@@ -186,49 +209,54 @@ class TraceReader:
     def for_command(self, command_id: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e["command_id"] == command_id]
 
+    @property
+    def records(self) -> list[Event]:
+        """The events as typed records (:func:`harness_bt.events.parse_event`), parsed once."""
+        if self._records is None:
+            self._records = [parse_event(e) for e in self.events]
+        return self._records
+
     def latencies(self, which: str) -> list[float | None]:
-        return [e["data"]["seconds"] for e in self.events
-                if e["kind"] == "latency" and e["data"]["which"] == which]
+        return [e.seconds for e in self.records if isinstance(e, LatencyEvent)
+                and e.which == which]
 
     def state_at(self, seq: int | None = None) -> TraceState:
         """Fold every event with ``seq <= seq`` (all of them when None)."""
         st = TraceState()
-        for e in self.events:
-            if seq is not None and e["seq"] > seq:
+        for e in self.records:
+            if seq is not None and e.seq > seq:
                 break
-            st.seq = e["seq"]
-            st.tick = e["tick"]
-            d = e["data"]
-            kind = e["kind"]
-            if kind == "chart":
-                st.configuration = list(d["configuration"])
-            elif kind == "phase_enter":
-                st.phases_visited.append(d["phase"])
-                if d["phase"] not in st.configuration:
-                    st.configuration.append(d["phase"])
-                if d.get("tree"):
-                    st.statuses[d["phase"]] = {p: "INVALID" for p in d["tree"]}
-            elif kind == "phase_exit":
-                if d["phase"] in st.configuration:
-                    st.configuration.remove(d["phase"])
-                if d["phase"] in st.statuses:
-                    st.statuses[d["phase"]] = {p: "INVALID" for p in st.statuses[d["phase"]]}
-            elif kind == "status":
-                phase = st.statuses.setdefault(d["phase"], {})
-                for path, (_, new) in d["changes"].items():
-                    phase[path] = new
-            elif kind == "command":
-                st.commands[e["command_id"]] = d["state_after"]
-            elif kind == "observation":
-                st.world_version = d["world_version"]
-            elif kind == "budget" and d.get("granted"):
-                key = d["kind"]
-                st.counters[key] = st.counters.get(key, 0) + 1
-            elif kind == "verdict":
-                st.verdicts.setdefault(e["command_id"], []).append(
-                    {"verdict": d["verdict"], "evidence": d["evidence"], "final": d["final"]})
-            elif kind == "blackboard":
-                st.blackboard[d["key"]] = d["value"]
-            elif kind == "run_end":
-                st.result = d
+            st.seq = e.seq
+            st.tick = e.tick
+            match e:
+                case ChartEvent():
+                    st.configuration = list(e.configuration)
+                case PhaseEnterEvent():
+                    st.phases_visited.append(e.phase)
+                    if e.phase not in st.configuration:
+                        st.configuration.append(e.phase)
+                    if e.tree:
+                        st.statuses[e.phase] = {p: "INVALID" for p in e.tree}
+                case PhaseExitEvent():
+                    if e.phase in st.configuration:
+                        st.configuration.remove(e.phase)
+                    if e.phase in st.statuses:
+                        st.statuses[e.phase] = {p: "INVALID" for p in st.statuses[e.phase]}
+                case StatusEvent():
+                    phase = st.statuses.setdefault(e.phase, {})
+                    for path, (_, new) in e.changes.items():
+                        phase[path] = new
+                case CommandEvent():
+                    st.commands[str(e.command_id)] = e.state_after
+                case ObservationEvent():
+                    st.world_version = e.world_version
+                case BudgetEvent(granted=True):
+                    st.counters[e.draw] = st.counters.get(e.draw, 0) + 1
+                case VerdictEvent():
+                    st.verdicts.setdefault(str(e.command_id), []).append(
+                        {"verdict": e.verdict, "evidence": list(e.evidence), "final": e.final})
+                case BlackboardEvent():
+                    st.blackboard[e.key] = e.value
+                case RunEndEvent():
+                    st.result = e.result
         return st

@@ -27,6 +27,7 @@ from typing import Any
 
 import py_trees
 
+from harness_bt.events import TraceKind
 from harness_bt.nodes.base import iter_nodes
 from harness_bt.run.loop import RunPhase
 from harness_bt.run.runner import TaskRunner
@@ -243,7 +244,7 @@ class RunControl:
     def _trace(self, runner: TaskRunner, op: str, r: Request | None = None, **data: Any) -> None:
         who = dict(r.who) if r is not None else {"client": "run"}
         when = r.received_wall if r is not None else None
-        runner.context.emit("control", op=op, who=who, received_wall=when,
+        runner.context.emit(TraceKind.CONTROL, op=op, who=who, received_wall=when,
                             ticks=runner.ticks, **data)
 
     def _publish(self, runner: TaskRunner) -> None:

@@ -22,6 +22,22 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness_bt.events import (
+    BudgetEvent,
+    CancelEvent,
+    CancelSentEvent,
+    CommandEvent,
+    ControlEvent,
+    DrainingEvent,
+    Event,
+    LatencyEvent,
+    RunEndEvent,
+    RunStartEvent,
+    StopEvent,
+    TaskEvent,
+    VerdictEvent,
+    parse_event,
+)
 from harness_bt.recording import project_box
 from harness_bt.run.episodes import percentile
 from harness_bt.runtime.observation import Observation
@@ -34,6 +50,8 @@ __all__ = ["Feed", "StopStages", "delta", "image_message"]
 #: State keys holding many entries: a delta carries only the entries that changed.
 KEYED = ("nodes", "phases", "ledger", "verdicts")
 _TERMINAL = ("SUCCEEDED", "FAILED", "CANCELED", "REJECTED")
+#: The control ops that raise an alert on the page.
+_ALERTED = ("breakpoint", "pause", "resume", "step", "break", "clear", "paused")
 
 
 def delta(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> dict[str, Any]:
@@ -74,62 +92,68 @@ class StopStages:
         self.pending: set[str] = set()
         self.active = False
 
-    def _add(self, stage: str, text: str, e: Mapping[str, Any]) -> list[Any]:
-        row = [stage, text, e.get("tick"), e.get("wall")]
+    def _add(self, stage: str, text: str, e: Event) -> list[Any]:
+        row = [stage, text, e.tick, e.wall]
         self.stages.append(row)
         return row
 
-    def apply(self, e: Mapping[str, Any]) -> list[list[Any]]:
-        """The stages event ``e`` adds."""
-        d, kind, cid = e.get("data", {}), e["kind"], e.get("command_id")
+    def apply(self, event: Event | Mapping[str, Any]) -> list[list[Any]]:
+        """The stages event ``event`` adds."""
+        e = parse_event(event)
+        cid = e.command_id
         new: list[list[Any]] = []
-        if kind == "control" and d.get("op") == "stop":
+        if isinstance(e, ControlEvent) and e.op == "stop":
             self.active = True
-            who = d.get("who", {})
-            new.append(self._add("requested", f"stop asked for by {who.get('client', '?')} "
-                                 f"({who.get('peer', '')})", e))
-        elif not self.active:
+            new.append(self._add("requested", f"stop asked for by "
+                                 f"{e.who.get('client', '?')} ({e.who.get('peer', '')})", e))
             return new
-        elif kind == "stop":
-            new.append(self._add("halted", "the harness stopped ticking (halted "
-                                 f"{', '.join(d.get('configuration') or []) or 'nothing'})", e))
-        elif kind == "cancel" and cid:
-            self.pending.add(str(cid))
-        elif kind == "draining":
-            opened = [c for c in d.get("open") or [] if c in self.pending]
-            if not self.pending:
-                new.append(self._add("nothing_open", "no command was in flight: the runtime "
-                                     "had nothing of this run to stop", e))
-            else:
-                new.append(self._add("canceling", f"{len(opened)} command(s) waiting for the "
-                                     f"runtime: {', '.join(opened) or '-'}", e))
-        elif kind == "cancel_sent" and cid in self.pending:
-            if d.get("sent") and d.get("accepted"):
-                new.append(self._add("cancel_accepted", f"the runtime accepted the cancel of "
-                                     f"{cid} ({d.get('runtime_state')})", e))
-            else:
-                new.append(self._add("cancel_refused", f"the cancel of {cid} was not accepted "
-                                     f"({d.get('reason') or d.get('error')})", e))
-        elif kind == "command" and cid in self.pending:
-            state = d.get("state_after")
-            if state == "CANCELED" and str(d.get("op", "")).startswith("event"):
-                new.append(self._add("confirmed", f"the runtime confirmed {cid} stopped "
-                                     f"(CANCELED: {d.get('reason')})", e))
-            elif state == "CANCELED":
-                new.append(self._add("closed", f"{cid} closed by the harness (CANCELED: "
-                                     f"{d.get('reason')}): its control action had ended", e))
-            elif state == "UNKNOWN":
-                new.append(self._add("unknown", f"{cid} UNKNOWN: the stop was not confirmed "
-                                     f"({d.get('reason')}); reconciling", e))
-            elif state in _TERMINAL:
-                new.append(self._add("ended", f"{cid} ended {state} before the cancel took "
-                                     f"({d.get('reason')})", e))
-            if state in _TERMINAL:
-                self.pending.discard(str(cid))
-        elif kind == "run_end":
-            new.append(self._add("run_end", f"the run ended {d.get('outcome')} "
-                                 f"({d.get('reason')})", e))
-            self.active = False
+        if not self.active:
+            return new
+        match e:
+            case StopEvent():
+                new.append(self._add("halted", "the harness stopped ticking (halted "
+                                     f"{', '.join(e.configuration) or 'nothing'})", e))
+            case CancelEvent() if cid:
+                self.pending.add(cid)
+            case DrainingEvent():
+                opened = [c for c in e.open if c in self.pending]
+                if not self.pending:
+                    new.append(self._add("nothing_open", "no command was in flight: the "
+                                         "runtime had nothing of this run to stop", e))
+                else:
+                    new.append(self._add("canceling", f"{len(opened)} command(s) waiting for "
+                                         f"the runtime: {', '.join(opened) or '-'}", e))
+            case CancelSentEvent() if cid in self.pending:
+                if e.sent and e.accepted:
+                    new.append(self._add("cancel_accepted", f"the runtime accepted the cancel "
+                                         f"of {cid} ({e.runtime_state})", e))
+                else:
+                    new.append(self._add("cancel_refused", f"the cancel of {cid} was not "
+                                         f"accepted ({e.reason or e.error})", e))
+            case CommandEvent() if cid in self.pending:
+                new += self._command(e)
+            case RunEndEvent():
+                new.append(self._add("run_end", f"the run ended {e.outcome} ({e.reason})", e))
+                self.active = False
+        return new
+
+    def _command(self, e: CommandEvent) -> list[list[Any]]:
+        cid, state, reason = e.command_id, e.state_after, e.reason
+        new = []
+        if state == "CANCELED" and e.op.startswith("event"):
+            new.append(self._add("confirmed", f"the runtime confirmed {cid} stopped "
+                                 f"(CANCELED: {reason})", e))
+        elif state == "CANCELED":
+            new.append(self._add("closed", f"{cid} closed by the harness (CANCELED: "
+                                 f"{reason}): its control action had ended", e))
+        elif state == "UNKNOWN":
+            new.append(self._add("unknown", f"{cid} UNKNOWN: the stop was not confirmed "
+                                 f"({reason}); reconciling", e))
+        elif state in _TERMINAL:
+            new.append(self._add("ended", f"{cid} ended {state} before the cancel took "
+                                 f"({reason})", e))
+        if state in _TERMINAL:
+            self.pending.discard(str(cid))
         return new
 
 
@@ -160,6 +184,7 @@ class Feed:
         self._ledger: dict[str, list[Any]] = {}
         self._verdicts: dict[str, list[list[Any]]] = {}
         self._budget: dict[str, Any] = {}
+        self._max_time_s: float | None = None
         self._started = 0.0
         self._latency: list[float] = []
         self.control: dict[str, Any] = {}
@@ -195,55 +220,53 @@ class Feed:
         (breakpoints reached, stop stages, a new episode, the run's end)."""
         alerts: list[dict[str, Any]] = []
         while self._queue:
-            e = self._queue.popleft()
+            e = parse_event(self._queue.popleft())
             self.dirty = True
-            if e["kind"] == "task":
-                self.structure = {k: v for k, v in e["data"].items() if k != "skills"}
+            if isinstance(e, TaskEvent):
+                self.structure = e.structure
                 self.episode += 1
                 self._reset()
                 alerts.append({"type": "alert", "kind": "episode", "episode": self.episode,
-                               "run_id": e.get("run_id")})
+                               "run_id": e.run_id})
             self._folder.apply(e)
             alerts += self._extra(e)
         return alerts
 
-    def _extra(self, e: dict[str, Any]) -> list[dict[str, Any]]:
-        d, kind, cid = e.get("data", {}), e["kind"], e.get("command_id")
+    def _extra(self, e: Event) -> list[dict[str, Any]]:
         alerts = [{"type": "stage", "stage": s[0], "text": s[1], "tick": s[2], "wall": s[3]}
                   for s in self.stop.apply(e)]
-        mono = round(float(e.get("mono", 0.0)), 3)
-        if kind == "command" and cid:
-            row = self._ledger.get(cid)
-            if row is None:
-                row = self._ledger[cid] = [d.get("skill", ""), "", "", mono, mono, 0.0]
-            row[1], row[2] = d.get("state_after", row[1]), d.get("reason") or row[2]
-            row[4] = mono
-            row[5] = round(mono - row[3], 3)
-        elif kind == "verdict":
-            key = cid or d.get("node_path", "")
-            rows = self._verdicts.setdefault(str(key), [])
-            rows.append([d.get("verdict"), list(d.get("evidence") or [])[:4], d.get("final"),
-                         mono, d.get("node_path")])
-            del rows[:-3]
-        elif kind == "run_start":
-            self._budget = dict(d.get("budget") or {})
-            self._started = mono
-        elif kind == "budget":
-            for k in ("retries_used", "retries_left", "time_left_s"):
-                if d.get(k) is not None:
-                    self._budget[k] = d[k]
-        elif kind == "latency" and d.get("which") == "decision" and d.get("seconds") is not None:
-            self._latency.append(float(d["seconds"]))
-        elif kind == "control":
-            op = d.get("op")
-            if op in ("breakpoint", "pause", "resume", "step", "break", "clear", "paused"):
-                alerts.append({"type": "alert", "kind": "control", "op": op,
-                               "node": d.get("node"), "when": d.get("when"),
-                               "who": d.get("who"), "tick": e.get("tick"),
-                               "status": d.get("status")})
-        elif kind == "run_end":
-            alerts.append({"type": "alert", "kind": "run_end", "outcome": d.get("outcome"),
-                           "reason": d.get("reason")})
+        mono = round(e.mono, 3)
+        match e:
+            case CommandEvent(command_id=str(cid)) if cid:
+                row = self._ledger.get(cid)
+                if row is None:
+                    row = self._ledger[cid] = [e.skill, "", "", mono, mono, 0.0]
+                row[1], row[2] = e.state_after, e.reason or row[2]
+                row[4] = mono
+                row[5] = round(mono - row[3], 3)
+            case VerdictEvent():
+                rows = self._verdicts.setdefault(str(e.command_id or e.node_path), [])
+                rows.append([e.verdict, list(e.evidence)[:4], e.final, mono, e.node_path])
+                del rows[:-3]
+            case RunStartEvent():
+                self._budget = dict(e.budget)
+                self._max_time_s = e.max_time_s
+                self._started = mono
+            case BudgetEvent():
+                for key, value in (("retries_used", e.retries_used),
+                                   ("retries_left", e.retries_left),
+                                   ("time_left_s", e.time_left_s)):
+                    if value is not None:
+                        self._budget[key] = value
+            case LatencyEvent(which="decision", seconds=float(seconds)):
+                self._latency.append(seconds)
+            case ControlEvent(op=op) if op in _ALERTED:
+                alerts.append({"type": "alert", "kind": "control", "op": op, "node": e.node,
+                               "when": e.when, "who": e.who or None, "tick": e.tick,
+                               "status": e.status})
+            case RunEndEvent():
+                alerts.append({"type": "alert", "kind": "run_end", "outcome": e.outcome,
+                               "reason": e.reason})
         return alerts
 
     def build(self) -> dict[str, Any]:
@@ -256,8 +279,8 @@ class Feed:
         view.pop("commands", None)
         lat = sorted(self._latency)
         budget = dict(self._budget)
-        if budget.get("max_time_s") is not None:
-            budget["time_left_s"] = round(max(0.0, float(budget["max_time_s"]) - (
+        if self._max_time_s is not None:
+            budget["time_left_s"] = round(max(0.0, self._max_time_s - (
                 frame.mono - self._started)), 2)
         view.update(
             episode=self.episode, ledger={k: list(v) for k, v in self._ledger.items()},

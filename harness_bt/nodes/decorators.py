@@ -13,6 +13,7 @@ from py_trees.common import Status
 from harness_bt.budget import Backoff, Exhaustion
 from harness_bt.context import Outcome, OutcomeKind
 from harness_bt.errors import DefinitionError
+from harness_bt.events import TraceKind
 from harness_bt.nodes.base import GatedDecorator, HarnessNode, NodeManifest, Port
 
 __all__ = ["RecoveryDone", "RecoveryGate", "RecoveryGuard", "Retry"]
@@ -199,5 +200,5 @@ class RecoveryDone(HarnessNode):
     )
 
     def update(self) -> Status:
-        self.context.emit("recovery", phase=self.scope.phase, node_path=self.path)
+        self.context.emit(TraceKind.RECOVERY, phase=self.scope.phase, node_path=self.path)
         return self.fail(OutcomeKind.FAILED, "RECOVERED", retryable=True)

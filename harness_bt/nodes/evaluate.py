@@ -11,6 +11,7 @@ from py_trees.common import Status
 from harness_bt.context import OutcomeKind
 from harness_bt.errors import DefinitionError
 from harness_bt.evaluation import EvaluationResult
+from harness_bt.events import TraceKind
 from harness_bt.ledger import CommandRecord, CommandState, Verdict
 from harness_bt.nodes.base import HarnessNode, NodeManifest, Port
 from harness_bt.skill import Postcondition, validate_params
@@ -167,7 +168,7 @@ class Evaluate(HarnessNode):
         result = ctx.evaluators.evaluate(self._postconditions(rec), obs, ctx.world.view(ctx.now))
         final = result.verdict is not Verdict.UNKNOWN or self.looks >= self.max_observations
         self._settle(rec, result)
-        ctx.emit("verdict", phase=self.scope.phase, node_path=self.path, command_id=cid,
+        ctx.emit(TraceKind.VERDICT, phase=self.scope.phase, node_path=self.path, command_id=cid,
                  verdict=result.verdict.value, evidence=list(result.evidence), look=self.looks,
                  final=final, timestep=obs.timestep)
         ctx.blackboard.set(self.output, {"command_id": cid, "verdict": result.verdict.value,
@@ -198,7 +199,7 @@ class Evaluate(HarnessNode):
         ctx = self.context
         self._settle(rec, EvaluationResult.unknown(*evidence))
         ctx.count("unknown_verdicts")
-        ctx.emit("verdict", phase=self.scope.phase, node_path=self.path,
+        ctx.emit(TraceKind.VERDICT, phase=self.scope.phase, node_path=self.path,
                  command_id=rec.command_id, verdict="UNKNOWN", evidence=list(evidence),
                  look=self.looks, final=True, timestep=None)
         return self.fail(OutcomeKind.UNKNOWN, "NO_OBSERVATION", command_id=rec.command_id,

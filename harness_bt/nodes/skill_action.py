@@ -11,6 +11,7 @@ from py_trees.common import Status
 
 from harness_bt.context import OutcomeKind
 from harness_bt.errors import DefinitionError, reason_code
+from harness_bt.events import TraceKind
 from harness_bt.ledger import Command, CommandEvent, CommandRecord, CommandState, LedgerError
 from harness_bt.nodes.base import HarnessNode, NodeManifest, Port
 from harness_bt.nodes.poses import DerivedPose
@@ -219,12 +220,12 @@ class SkillAction(HarnessNode):
             if exc.code == "COMMAND_ID_CONFLICT":
                 # This step was issued before (a restarted run re-planning in a world that has
                 # moved on): the id names the step, so its existing record stands.
-                ctx.emit("adopted", phase=self.scope.phase, node_path=self.path,
+                ctx.emit(TraceKind.ADOPTED, phase=self.scope.phase, node_path=self.path,
                          command_id=self.command.command_id, message=exc.message)
             elif exc.code == "RESOURCE_BUSY":
                 if self._waiting_since is None:
                     self._waiting_since = ctx.now
-                    ctx.emit("waiting", phase=self.scope.phase, node_path=self.path,
+                    ctx.emit(TraceKind.WAITING, phase=self.scope.phase, node_path=self.path,
                              command_id=self.command.command_id, details=exc.details)
                 self.feedback_message = f"waiting: {exc.message}"
                 return Status.RUNNING
@@ -236,7 +237,7 @@ class SkillAction(HarnessNode):
         if existing is not None and _never_ran_before_restart(existing):
             # This step's command was left open by a harness restart and the runtime never
             # started it (settled CANCELED by reconciliation): issue the step again, next id.
-            ctx.emit("reissue", phase=self.scope.phase, node_path=self.path,
+            ctx.emit(TraceKind.REISSUE, phase=self.scope.phase, node_path=self.path,
                      command_id=existing.command_id, reason=existing.reason)
             self.attempt = self.scope.next_attempt(self.path)
             self.command = None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness_bt.events import TraceKind
 from harness_bt.planner.model import Attempt, Decision, Plan, Planner, PlanRequest, Refusal
 
 if TYPE_CHECKING:
@@ -61,11 +62,11 @@ class PlannerWatch:
         trace = runner.trace
 
         def after_start(event: dict[str, Any]) -> None:
-            if event["kind"] != "run_start":
+            if event["kind"] != TraceKind.RUN_START:
                 return
             trace.listeners.remove(after_start)
             for call, decision in self.calls:
-                trace.emit("planner", **event_data(decision, call, self.instruction))
+                trace.emit(TraceKind.PLANNER, **event_data(decision, call, self.instruction))
 
         trace.listeners.append(after_start)
         if self.inner is not None:

@@ -25,6 +25,7 @@ from statemachine.model import Model
 from statemachine.orderedset import OrderedSet
 
 from harness_bt.context import PhaseScope, RunContext
+from harness_bt.events import TraceKind
 from harness_bt.ledger import Ledger
 from harness_bt.run.journal import RunCheckpoint, RunJournal, journalable
 from harness_bt.task import Task
@@ -93,7 +94,7 @@ def restore(run: Checkpointed, cp: RunCheckpoint) -> None:
             run.scopes[pid].activation = n
     run.progress.durations.update(cp.durations)
     run.progress.handed_over.update(cp.handed_over)
-    ctx.emit("resume", checkpoint=cp.seq, reason=cp.reason,
+    ctx.emit(TraceKind.RESUME, checkpoint=cp.seq, reason=cp.reason,
              configuration=list(cp.configuration), activations=dict(cp.activations),
              retries_used=cp.retries_used, elapsed_s=cp.elapsed_s, epoch=cp.epoch,
              dropped=list(cp.dropped), restarted=list(run.ledger.restarted))
@@ -131,7 +132,7 @@ class Checkpointer:
         run.ledger.flush()  # the ledger's entries the checkpoint rests on reach the disk first
         cp = take(run, now, reason)
         seq = self.journal.checkpoint(cp, wall=run.context.clock.wall())
-        run.context.emit("checkpoint", seq=seq, reason=reason,
+        run.context.emit(TraceKind.CHECKPOINT, seq=seq, reason=reason,
                          configuration=list(cp.configuration), dropped=list(cp.dropped))
 
     def after_tick(self, run: Checkpointed, now: float, transitions: int) -> None:

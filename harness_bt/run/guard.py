@@ -19,6 +19,7 @@ import py_trees
 from py_trees.common import Status
 
 from harness_bt.context import Outcome, OutcomeKind, PhaseScope, RunContext
+from harness_bt.events import TraceKind
 
 __all__ = ["NODE_ERROR", "guard_node", "is_user_node"]
 
@@ -49,7 +50,7 @@ def guard_node(node: py_trees.behaviour.Behaviour, context: RunContext,
             "exception": f"{type(exc).__name__}: {exc}",
             "traceback": "".join(traceback.format_exception(exc)),
         }
-        context.emit("node_error", phase=scope.phase, node_path=path, **details)
+        context.emit(TraceKind.NODE_ERROR, phase=scope.phase, node_path=path, **details)
         return Outcome(OutcomeKind.FAILED, NODE_ERROR, path, retryable=False, details=details)
 
     def guarded_initialise() -> None:

@@ -22,6 +22,7 @@ import math
 
 from harness_bt.context import RunContext
 from harness_bt.errors import BridgeError
+from harness_bt.events import TraceKind
 from harness_bt.ledger import CommandRecord, CommandState, Verdict
 from harness_bt.runtime.bridge import RuntimeState, RuntimeStatus
 
@@ -68,7 +69,7 @@ class Reconciler:
             action = self._settle(rec, status, now)
             if rec.terminal or rec.control_done_seen:
                 self.following.discard(cid)
-            ctx.emit("reconcile", command_id=cid, runtime_state=status.state.value,
+            ctx.emit(TraceKind.RECONCILE, command_id=cid, runtime_state=status.state.value,
                      runtime_reason=status.reason, action=action,
                      state_after=rec.state.value)
 

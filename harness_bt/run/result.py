@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness_bt.context import RunContext
+from harness_bt.events import TraceKind
 from harness_bt.ledger import CommandState, Ledger
 from harness_bt.run.checkpoint import RunProgress
 from harness_bt.trace import Trace
@@ -73,7 +74,7 @@ def result_of(run: Finished, now: float, outcome: str, reason: str,
     ctx = run.context
     ledger = run.ledger
     records = [ledger.get(cid) for cid in ctx.command_phase if cid in ledger]
-    latencies = [e["data"] for e in run.trace.of_kind("latency")] if run.trace.keep else []
+    latencies = [e["data"] for e in run.trace.of_kind(TraceKind.LATENCY)] if run.trace.keep else []
     return TaskResult(
         task_id=run.task_id, run_id=run.run_id, outcome=outcome, reason=reason,
         phases_visited=tuple(run.progress.visited),

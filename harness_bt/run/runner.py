@@ -38,6 +38,7 @@ from harness_bt.context import (
 )
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.evaluation import EvaluatorRegistry
+from harness_bt.events import TraceKind
 from harness_bt.ledger import CommandRecord, CommandState, HistoryEntry, Ledger
 from harness_bt.run import checkpoint, loop
 from harness_bt.run.checkpoint import Checkpointer, RunProgress
@@ -170,11 +171,11 @@ class TaskRunner:
         self.ledger.add_listener(self._on_ledger)
         if self.ledger.premise_check is None:
             self.ledger.premise_check = self.world.premise_check
-        ctx.budget.on_draw = lambda d: ctx.emit("budget", **d)
+        ctx.budget.on_draw = lambda d: ctx.emit(TraceKind.BUDGET, **d)
         ctx.blackboard.on_write = lambda key, value, writer: ctx.emit(
-            "blackboard", key=key, writer=writer, value=value)
+            TraceKind.BLACKBOARD, key=key, writer=writer, value=value)
         ctx.breakers.on_change = lambda br, a, b: ctx.emit(
-            "breaker", key=br.name, state_before=a.value, state_after=b.value,
+            TraceKind.BREAKER, key=br.name, state_before=a.value, state_after=b.value,
             failures=br.failures)
 
     # ------------------------------------------------------------------ reading
@@ -252,7 +253,7 @@ class TaskRunner:
         drain. The result's outcome / reason are the ones given."""
         if self.phase is not RunPhase.RUNNING:
             return
-        self.context.emit("stop", outcome=outcome, reason=reason,
+        self.context.emit(TraceKind.STOP, outcome=outcome, reason=reason,
                           configuration=list(self.configuration))
         for pid in reversed(self.active_phases()):
             self._exit(pid)
@@ -265,10 +266,10 @@ class TaskRunner:
         resume = self.resumed_from
         self.progress.started_at = now if resume is None else now - resume.elapsed_s
         ctx.budget.start(self.progress.started_at)
-        ctx.emit("task", **self.task.structure(self.trees), skills={
+        ctx.emit(TraceKind.TASK, **self.task.structure(self.trees), skills={
             name: {"version": s.version, "resources": list(s.resources)}
             for name, s in self.skills.items()})
-        ctx.emit("run_start", seed=ctx.seed, tick_period_s=self.tick_period_s,
+        ctx.emit(TraceKind.RUN_START, seed=ctx.seed, tick_period_s=self.tick_period_s,
                  budget=ctx.budget.to_dict())
         if resume is None:
             for key, value in self.task.blackboard.items():  # the task's defaults, traced
@@ -283,13 +284,14 @@ class TaskRunner:
         for cid in earlier:  # a resumed run: its commands so far; the open ones get reconciled
             ctx.command_phase.setdefault(cid, cid[len(prefix):].split(".", 1)[0])
         if adopted:
-            ctx.emit("resumed", open={cid: self.ledger.get(cid).state.value for cid in adopted})
+            ctx.emit(TraceKind.RESUMED,
+                     open={cid: self.ledger.get(cid).state.value for cid in adopted})
         self.phase = RunPhase.RUNNING
         if resume is None:
             self.chart = self.task.chart_class(listeners=[_ChartHooks(self)])
         else:
             self._reenter(resume)
-        ctx.emit("chart", event="__initial__" if resume is None else "__resumed__",
+        ctx.emit(TraceKind.CHART, event="__initial__" if resume is None else "__resumed__",
                  source=None, target=None, configuration=list(self.configuration))
         self.checkpoints.checkpoint(self, now, "start" if resume is None else "resumed",
                                     self._transitions)
@@ -321,7 +323,7 @@ class TaskRunner:
             change = self.world.observe(obs, self.perception(obs), now=now)
             if obs.reset:
                 self.ledger.world_version = self.world.version
-            ctx.emit("observation", timestep=obs.timestep, worker_id=obs.worker_id,
+            ctx.emit(TraceKind.OBSERVATION, timestep=obs.timestep, worker_id=obs.worker_id,
                      reset=obs.reset, world_version=change.version,
                      changed=dict(change.reasons))
         for ev in res.events:
@@ -330,9 +332,10 @@ class TaskRunner:
                     ctx.control_done_step.setdefault(ev.command_id, ev.timestep)
                 self.ledger.apply(ev, now=now)
             else:
-                ctx.emit("orphan_event", command_id=ev.command_id, event=ev.to_wire())
+                ctx.emit(TraceKind.ORPHAN_EVENT, command_id=ev.command_id, event=ev.to_wire())
         for notice in res.notices:
-            ctx.emit("notice", kind=notice.kind, worker_id=notice.worker_id, notice=notice.data)
+            ctx.emit(TraceKind.NOTICE, kind=notice.kind, worker_id=notice.worker_id,
+                     notice=notice.data)
             if notice.kind == "episode_ended":  # before any tree sees the commands it ended
                 self.stop("aborted", "aborted_episode_ended")
 
@@ -340,8 +343,8 @@ class TaskRunner:
         ctx = self.context
         if not self._time_fired and ctx.budget.exhausted(now) is not None:
             self._time_fired = True
-            ctx.emit("budget", kind="time", granted=False, refused=Exhaustion.TASK_TIME.value,
-                     time_left_s=ctx.budget.time_left(now))
+            ctx.emit(TraceKind.BUDGET, kind="time", granted=False,
+                     refused=Exhaustion.TASK_TIME.value, time_left_s=ctx.budget.time_left(now))
             outcome = Outcome(OutcomeKind.BUDGET_EXHAUSTED, Exhaustion.TASK_TIME.value,
                               retryable=False)
             handled = False
@@ -380,19 +383,20 @@ class TaskRunner:
             self._final_state = final
             self._close("succeeded" if reason == "done" else "aborted", reason or "done")
         elif self.active_phases() and all(p in self._held for p in self.active_phases()):
-            ctx.emit("stalled", held=sorted(self._held), configuration=list(self.configuration))
+            ctx.emit(TraceKind.STALLED, held=sorted(self._held),
+                     configuration=list(self.configuration))
             self.stop("aborted", "aborted_stalled")
 
     def _raise(self, pid: str, outcome: Outcome) -> bool:
         ctx = self.context
         event = f"{outcome.kind.value}.{pid}"
         before = self._transitions
-        ctx.emit("outcome", phase=pid, event=event, outcome=outcome.to_dict())
+        ctx.emit(TraceKind.OUTCOME, phase=pid, event=event, outcome=outcome.to_dict())
         self.chart.send(event, outcome=outcome, guard_context=GuardContext(
             outcome, ctx.blackboard, self.world.view(ctx.now)))
         handled = self._transitions != before
         if not handled:
-            ctx.emit("unhandled", phase=pid, event=event)
+            ctx.emit(TraceKind.UNHANDLED, phase=pid, event=event)
         return handled
 
     # ------------------------------------------------------------------ chart hooks
@@ -410,11 +414,11 @@ class TaskRunner:
                 root.stop(Status.INVALID)
             self._held.discard(sid)
             ctx.plan_version += 1
-            ctx.emit("phase_enter", phase=sid, activation=scope.activation,
+            ctx.emit(TraceKind.PHASE_ENTER, phase=sid, activation=scope.activation,
                      tree=self._trees.paths[sid])
             self._trees.record_status(sid, ctx)
         else:
-            ctx.emit("phase_enter", phase=sid, kind=self.task.specs[sid].kind)
+            ctx.emit(TraceKind.PHASE_ENTER, phase=sid, kind=self.task.specs[sid].kind)
 
     def _exit(self, sid: str) -> None:
         ctx = self.context
@@ -422,7 +426,7 @@ class TaskRunner:
         durations = self.progress.durations
         durations[sid] = durations.get(sid, 0.0) + now - self._entered_at.get(sid, now)
         if sid not in self.trees:
-            ctx.emit("phase_exit", phase=sid)
+            ctx.emit(TraceKind.PHASE_EXIT, phase=sid)
             return
         scope = self.scopes[sid]
         root = self.trees[sid]
@@ -433,16 +437,16 @@ class TaskRunner:
                 continue
             if rec.state is CommandState.EVALUATING and cid in scope.handover:
                 self.progress.handed_over[cid] = sid
-                ctx.emit("handover", command_id=cid, phase=sid)
+                ctx.emit(TraceKind.HANDOVER, command_id=cid, phase=sid)
             elif rec.state in _CANCELABLE:
                 ctx.cancel(cid, why="PHASE_EXIT", stop_timeout_s=self._stop_timeout(rec))
         self._held.discard(sid)
-        ctx.emit("phase_exit", phase=sid, activation=scope.activation)
+        ctx.emit(TraceKind.PHASE_EXIT, phase=sid, activation=scope.activation)
         self._trees.record_status(sid, ctx)
 
     def _transitioned(self, event: str, source: Any, target: Any) -> None:
         self._transitions += 1
-        self.context.emit("chart", event=event, source=getattr(source, "id", None),
+        self.context.emit(TraceKind.CHART, event=event, source=getattr(source, "id", None),
                           target=getattr(target, "id", None),
                           configuration=list(self.configuration))
 
@@ -465,7 +469,7 @@ class TaskRunner:
                 ctx.cancel(rec.command_id, why="TASK_END", stop_timeout_s=self._stop_timeout(rec))
         self.phase = RunPhase.DRAINING
         self._drain_deadline = ctx.now + self.drain_timeout_s
-        ctx.emit("draining", outcome=outcome, reason=reason,
+        ctx.emit(TraceKind.DRAINING, outcome=outcome, reason=reason,
                  open=[r.command_id for r in self._open()])
 
     def _open(self) -> list[CommandRecord]:
@@ -477,11 +481,11 @@ class TaskRunner:
         outcome, reason = self._outcome
         left = self._open()
         if left:
-            ctx.emit("drain_timeout", open={r.command_id: r.state.value for r in left})
+            ctx.emit(TraceKind.DRAIN_TIMEOUT, open={r.command_id: r.state.value for r in left})
         self.result = result_of(self, now, outcome, reason, self._final_state)
         self.phase = RunPhase.FINISHED
         self.checkpoints.finish(self.result.to_dict())
-        ctx.emit("run_end", **self.result.to_dict())
+        ctx.emit(TraceKind.RUN_END, **self.result.to_dict())
         self.trace.close()  # the events stay in memory (``trace.events``)
 
     def close(self) -> None:

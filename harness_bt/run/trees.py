@@ -12,6 +12,7 @@ import py_trees
 
 from harness_bt.context import PhaseScope, RunContext
 from harness_bt.errors import DefinitionError
+from harness_bt.events import TraceKind
 from harness_bt.nodes.base import HarnessNode, iter_nodes
 from harness_bt.run.guard import guard_node, is_user_node
 
@@ -79,4 +80,4 @@ class RunTrees:
         changes = {path: [a.value, b.value] for path, a, b in zip(self.paths[pid], last, current,
                                                                    strict=True) if a is not b}
         self._last[pid] = current
-        context.emit("status", phase=pid, changes=changes)
+        context.emit(TraceKind.STATUS, phase=pid, changes=changes)

@@ -14,56 +14,67 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from harness_bt.events import (
+    BudgetEvent,
+    Event,
+    NoticeEvent,
+    OutcomeEvent,
+    StalledEvent,
+    StopEvent,
+    parse_event,
+)
+
 __all__ = ["why_not_done"]
 
-#: trace event kinds that explain a stop of the runner, by the stop's reason
-_STOP_EVIDENCE = {"aborted_episode_ended": "notice", "aborted_budget_exhausted": "budget",
-                  "aborted_stalled": "stalled"}
+#: the record type of the event that explains a stop of the runner, by the stop's reason
+_STOP_EVIDENCE: dict[str, type[Event]] = {"aborted_episode_ended": NoticeEvent,
+                                          "aborted_budget_exhausted": BudgetEvent,
+                                          "aborted_stalled": StalledEvent}
 
 
-def why_not_done(events: Iterable[Mapping[str, Any]], reason: str,
+def why_not_done(events: Iterable[Event | Mapping[str, Any]], reason: str,
                  command_reasons: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """The explanation of a run that ended with ``reason`` (None when it is ``done``, or the
-    trace holds nothing that explains it). ``command_reasons``: command id -> its final
-    reason (a verdict's evidence), added when the failing outcome names a command."""
+    trace holds nothing that explains it). ``events``: the trace (records or the dicts it
+    holds); ``command_reasons``: command id -> its final reason (a verdict's evidence), added
+    when the failing outcome names a command."""
     if reason == "done":
         return None
-    stop: Mapping[str, Any] | None = None
-    failing: Mapping[str, Any] | None = None
-    last: dict[str, Mapping[str, Any]] = {}
+    stop: StopEvent | None = None
+    failing: OutcomeEvent | None = None
+    last: dict[type[Event], Event] = {}
     for event in events:
-        kind = event.get("kind")
-        data = event.get("data") or {}
-        if kind == "stop":
-            stop = data
-        elif kind == "outcome" and (data.get("outcome") or {}).get("kind") != "succeeded":
-            failing = data
-        elif kind in ("budget", "stalled") or (kind == "notice"
-                                               and data.get("kind") == "episode_ended"):
-            last[str(kind)] = data
-    if stop is not None and stop.get("reason") == reason:
+        match e := parse_event(event):
+            case StopEvent():
+                stop = e
+            case OutcomeEvent() if e.outcome.kind != "succeeded":
+                failing = e
+            case BudgetEvent() | StalledEvent() | NoticeEvent(notice_kind="episode_ended"):
+                last[type(e)] = e
+    if stop is not None and stop.reason == reason:
         out: dict[str, Any] = {"stopped": reason}
-        evidence = last.get(_STOP_EVIDENCE.get(reason, ""))
+        kind = _STOP_EVIDENCE.get(reason)
+        evidence = last.get(kind) if kind is not None else None
         if evidence is not None:
-            out["evidence"] = dict(evidence.get("notice") or evidence)
+            out["evidence"] = dict(evidence.notice if isinstance(evidence, NoticeEvent)
+                                   and evidence.notice else evidence.data)
         return out
     if failing is None:
         return None
-    outcome = failing.get("outcome") or {}
-    out = {"phase": failing.get("phase"), "event": failing.get("event"),
-           "reason": outcome.get("reason"), "node": outcome.get("node_path")}
-    cid = outcome.get("command_id")
+    outcome = failing.outcome
+    out = {"phase": failing.phase, "event": failing.event, "reason": outcome.reason,
+           "node": outcome.node_path}
+    cid = outcome.command_id
     if cid:
         out["command"] = cid
         if command_reasons and command_reasons.get(cid):
             out["command_reason"] = command_reasons[cid]
-    evidence = dict(outcome.get("details") or {})
-    if len(evidence) == 1:  # {"missing": {...}} -> {...}
-        (evidence_value,) = evidence.values()
-        out["evidence"] = evidence_value
-    elif evidence:
-        out["evidence"] = evidence
-    cause = outcome.get("cause")
-    if isinstance(cause, Mapping) and cause.get("reason"):
-        out["cause"] = cause["reason"]
+    details = dict(outcome.details)
+    if len(details) == 1:  # {"missing": {...}} -> {...}
+        (only,) = details.values()
+        out["evidence"] = only
+    elif details:
+        out["evidence"] = details
+    if outcome.cause is not None and outcome.cause.reason:
+        out["cause"] = outcome.cause.reason
     return {k: v for k, v in out.items() if v not in (None, "")}

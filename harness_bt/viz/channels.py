@@ -26,15 +26,32 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from harness_bt.events import (
+    BudgetEvent,
+    CommandEvent,
+    ErrorEvent,
+    Event,
+    FailureEvent,
+    RunEndEvent,
+    StalledEvent,
+    StopEvent,
+    TraceKind,
+    UnhandledEvent,
+    VerdictEvent,
+    parse_event,
+)
 from harness_bt.viz.frames import Frame, summarize
 
 __all__ = ["LOGGED", "TOPICS", "TREE_SCHEMA", "Sink", "camera_topics", "frame_messages", "level",
            "log_message", "run_ns", "schema_json", "stamp", "tree_state"]
 
 TOPICS = ("/tf", "/harness/log", "/harness/tree")
-LOGGED = frozenset({"phase_enter", "phase_exit", "chart", "command", "verdict", "budget",
-                    "failure", "outcome", "recovery", "unhandled", "error", "stop", "stalled",
-                    "run_end", "reconcile", "breaker"})
+LOGGED: frozenset[TraceKind] = frozenset({
+    TraceKind.PHASE_ENTER, TraceKind.PHASE_EXIT, TraceKind.CHART, TraceKind.COMMAND,
+    TraceKind.VERDICT, TraceKind.BUDGET, TraceKind.FAILURE, TraceKind.OUTCOME,
+    TraceKind.RECOVERY, TraceKind.UNHANDLED, TraceKind.ERROR, TraceKind.STOP, TraceKind.STALLED,
+    TraceKind.RUN_END, TraceKind.RECONCILE, TraceKind.BREAKER})
+_WARNED_STATES = ("FAILED", "REJECTED", "UNKNOWN", "CANCELED")
 TREE_SCHEMA: dict[str, Any] = {
     "title": "harness.TreeState",
     "description": "The behaviour trees of a harness-bt run after one tick",
@@ -66,27 +83,29 @@ def camera_topics(camera: str) -> tuple[str, str, str]:
     return f"/camera/{camera}", f"/camera/{camera}/calibration", f"/camera/{camera}/objects"
 
 
-def run_ns(wall_start: float, event: Mapping[str, Any]) -> int:
+def run_ns(wall_start: float, event: Event | Mapping[str, Any]) -> int:
     """An event's time in wall-clock nanoseconds: the run's wall-clock start plus the event's
     time on the run's clock (``mono``: simulated seconds in a simulator, real ones against a
-    robot runtime)."""
-    return round((wall_start + float(event.get("mono") or 0.0)) * 1e9)
+    robot runtime). ``event``: a record, or a mapping with ``mono``."""
+    mono = event.mono if isinstance(event, Event) else float(event.get("mono") or 0.0)
+    return round((wall_start + mono) * 1e9)
 
 
-def level(event: Mapping[str, Any]) -> str:
+def level(event: Event | Mapping[str, Any]) -> str:
     """The ``foxglove.Log`` level of a trace event."""
-    kind, d = event["kind"], event.get("data") or {}
-    if kind in ("error", "stalled", "unhandled"):
-        return "ERROR"
-    if kind == "run_end":
-        return "INFO" if d.get("outcome") == "succeeded" else "ERROR"
-    if kind in ("failure", "stop") or (kind == "verdict" and d.get("verdict") != "SUCCEEDED"):
-        return "WARNING"
-    if kind == "command" and d.get("state_after") in ("FAILED", "REJECTED", "UNKNOWN",
-                                                      "CANCELED"):
-        return "WARNING"
-    if kind == "budget" and not d.get("granted"):
-        return "WARNING"
+    match parse_event(event):
+        case ErrorEvent() | StalledEvent() | UnhandledEvent():
+            return "ERROR"
+        case RunEndEvent(outcome=outcome):
+            return "INFO" if outcome == "succeeded" else "ERROR"
+        case FailureEvent() | StopEvent():
+            return "WARNING"
+        case VerdictEvent(verdict=verdict) if verdict != "SUCCEEDED":
+            return "WARNING"
+        case CommandEvent(state_after=state) if state in _WARNED_STATES:
+            return "WARNING"
+        case BudgetEvent(granted=False):
+            return "WARNING"
     return "INFO"
 
 
@@ -95,16 +114,16 @@ def stamp(message_field: Any, ns: int) -> None:
     message_field.seconds, message_field.nanos = divmod(ns, 1_000_000_000)
 
 
-def log_message(event: Mapping[str, Any], ns: int, *, severity: str | None = None,
+def log_message(event: Event | Mapping[str, Any], ns: int, *, severity: str | None = None,
                 text: str | None = None) -> Any:
     """The ``foxglove.Log`` of a trace event (``severity`` and ``text`` replace the ones the
     event gives)."""
     from foxglove_schemas_protobuf.Log_pb2 import Log
 
-    message = f"{event['kind']}: {summarize(dict(event))}" if text is None else text
-    msg = Log(level=getattr(Log.Level, severity or level(event)), message=message,
-              name=f"harness.{event['kind']}", file=str(event.get("command_id") or ""),
-              line=int(event.get("seq") or 0))
+    e = parse_event(event)
+    message = f"{e.kind}: {summarize(e)}" if text is None else text
+    msg = Log(level=getattr(Log.Level, severity or level(e)), message=message,
+              name=f"harness.{e.kind}", file=str(e.command_id or ""), line=e.seq)
     stamp(msg.timestamp, ns)
     return msg
 

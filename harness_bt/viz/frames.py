@@ -14,10 +14,27 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness_bt.events import (
+    BlackboardEvent,
+    BudgetEvent,
+    ChartEvent,
+    CommandEvent,
+    Event,
+    FailureEvent,
+    FrameEvent,
+    ObservationEvent,
+    OutcomeEvent,
+    PhaseEnterEvent,
+    PhaseExitEvent,
+    RunEndEvent,
+    StatusEvent,
+    VerdictEvent,
+    parse_event,
+)
 from harness_bt.trace import TraceReader
 
 __all__ = ["STATUSES", "CommandInfo", "Frame", "FrameFolder", "NodeState", "fold", "frame_at",
@@ -76,47 +93,41 @@ class Frame:
         return self.nodes.get(phase, {}).get(path) or NodeState()
 
 
-def summarize(event: dict[str, Any]) -> str:
+def summarize(event: Event | Mapping[str, Any]) -> str:
     """One line for an event, as a replay lists it."""
-    d = event.get("data", {})
-    kind = event["kind"]
-    cid = event.get("command_id")
-    if kind == "command":
-        text = f"{d.get('op')}: {d.get('state_before')} -> {d.get('state_after')}"
-        return f"{cid} {text} ({d.get('reason')})"
-    if kind == "status":
-        changes = ", ".join(f"{p.rsplit('/', 1)[-1]} {a}->{b}"
-                            for p, (a, b) in list(d.get("changes", {}).items())[:4])
-        more = len(d.get("changes", {})) - 4
-        return f"{d.get('phase')}: {changes}" + (f" (+{more})" if more > 0 else "")
-    if kind == "chart":
-        return f"{d.get('event')}: {d.get('source')} -> {d.get('target')}; now " \
-               f"{', '.join(d.get('configuration', []))}"
-    if kind == "failure":
-        o = d.get("outcome", {})
-        return f"{d.get('node_path')} {o.get('kind')} {o.get('reason')}"
-    if kind == "verdict":
-        return f"{cid} {d.get('verdict')} ({'; '.join(d.get('evidence', [])[:1])})"
-    if kind == "budget":
-        return f"{d.get('kind')} at {d.get('node_path')}: " + (
-            "granted" if d.get("granted") else f"refused {d.get('refused')}")
-    if kind in ("phase_enter", "phase_exit"):
-        return str(d.get("phase"))
-    if kind == "outcome":
-        o = d.get("outcome", {})
-        return f"{d.get('phase')} {o.get('kind')} {o.get('reason') or ''}".rstrip()
-    if kind == "blackboard":
-        return f"{d.get('key')} <- {d.get('writer')}"
-    if kind == "run_end":
-        return f"{d.get('outcome')} ({d.get('reason')})"
-    if kind == "frame":
-        shown = ", ".join(d.get("images") or {})
-        return f"camera frames {shown} at step {d.get('timestep')} ({len(d.get('objects') or {})}" \
-               " objects perceived)"
-    if kind == "observation":
-        return f"world v{d.get('world_version')}" + (
-            f" {d['changed']}" if d.get("changed") else "")
-    return ", ".join(f"{k}={v}" for k, v in list(d.items())[:3])
+    e = parse_event(event)
+    cid = e.command_id
+    match e:
+        case CommandEvent():
+            return f"{cid} {e.op}: {e.state_before} -> {e.state_after} ({e.reason})"
+        case StatusEvent():
+            changes = ", ".join(f"{p.rsplit('/', 1)[-1]} {a}->{b}"
+                                for p, (a, b) in list(e.changes.items())[:4])
+            more = len(e.changes) - 4
+            return f"{e.phase}: {changes}" + (f" (+{more})" if more > 0 else "")
+        case ChartEvent():
+            return f"{e.event}: {e.source} -> {e.target}; now {', '.join(e.configuration)}"
+        case FailureEvent():
+            return f"{e.node_path} {e.outcome.kind} {e.outcome.reason}"
+        case VerdictEvent():
+            return f"{cid} {e.verdict} ({'; '.join(e.evidence[:1])})"
+        case BudgetEvent():
+            return f"{e.draw} at {e.node_path}: " + (
+                "granted" if e.granted else f"refused {e.refused}")
+        case PhaseEnterEvent() | PhaseExitEvent():
+            return e.phase
+        case OutcomeEvent():
+            return f"{e.phase} {e.outcome.kind} {e.outcome.reason}".rstrip()
+        case BlackboardEvent():
+            return f"{e.key} <- {e.writer}"
+        case RunEndEvent():
+            return f"{e.outcome} ({e.reason})"
+        case FrameEvent():
+            return f"camera frames {', '.join(e.images)} at step {e.timestep} " \
+                   f"({len(e.objects)} objects perceived)"
+        case ObservationEvent():
+            return f"world v{e.world_version}" + (f" {e.changed}" if e.changed else "")
+    return ", ".join(f"{k}={v}" for k, v in list(e.data.items())[:3])
 
 
 class FrameFolder:
@@ -133,77 +144,73 @@ class FrameFolder:
     def _node(self, phase: str, path: str) -> NodeState:
         return self.frame.nodes.setdefault(phase, {}).setdefault(path, NodeState())
 
-    def apply(self, e: dict[str, Any]) -> None:
+    def apply(self, event: Event | Mapping[str, Any]) -> None:
+        """Fold one event (a record, or the dict the trace holds)."""
+        e = parse_event(event)
         f = self.frame
-        f.seq, f.tick, f.mono = e["seq"], e["tick"], e.get("mono", f.mono)
-        f.events.append({"seq": e["seq"], "kind": e["kind"], "text": summarize(e)})
-        self.run_id = e.get("run_id") or self.run_id
-        d = e.get("data", {})
-        kind = e["kind"]
-        if kind == "phase_enter":
-            phase = d["phase"]
-            f.visited.append(phase)
-            if phase not in f.configuration:
-                f.configuration.append(phase)
-            if d.get("tree") is not None:
-                f.activations[phase] = d.get("activation", f.activations.get(phase, 0) + 1)
-                f.nodes[phase] = {p: NodeState() for p in d["tree"]}
-        elif kind == "phase_exit":
-            phase = d["phase"]
-            if phase in f.configuration:
-                f.configuration.remove(phase)
-            for node in f.nodes.get(phase, {}).values():
-                if node.status == "RUNNING":
-                    node.status = "HALTED"
-        elif kind == "chart":
-            f.configuration = list(d.get("configuration", []))
-            if d.get("source") is not None:
-                f.transitions.append((str(d.get("event")), str(d["source"]),
-                                      str(d.get("target"))))
-        elif kind == "status":
-            for path, (_, new) in d.get("changes", {}).items():
-                node = self._node(d["phase"], path)
-                if new != "INVALID":
-                    node.status = new
-                    if new != "FAILURE":
-                        node.outcome = ""
-        elif kind == "failure":
-            o = d.get("outcome", {})
-            node = self._node(d["phase"], d.get("node_path", ""))
-            node.outcome = f"{o.get('kind')}: {o.get('reason')}"
-            if o.get("kind") == "unknown":
-                node.status = "UNKNOWN"
-        elif kind == "command":
-            self._command(e, d)
-        elif kind == "verdict":
-            node = self._node(d.get("phase", ""), d.get("node_path", ""))
-            node.verdict = d.get("verdict")
-        elif kind == "budget":
-            if d.get("granted"):
-                f.counters[d["kind"]] = f.counters.get(d["kind"], 0) + 1
-                if d.get("node_path"):  # budget events name no phase: an active one has it
+        f.seq, f.tick, f.mono = e.seq, e.tick, e.mono
+        f.events.append({"seq": e.seq, "kind": str(e.kind), "text": summarize(e)})
+        self.run_id = e.run_id or self.run_id
+        match e:
+            case PhaseEnterEvent(phase=phase):
+                f.visited.append(phase)
+                if phase not in f.configuration:
+                    f.configuration.append(phase)
+                if e.tree is not None:
+                    f.activations[phase] = e.activation if e.activation is not None else \
+                        f.activations.get(phase, 0) + 1
+                    f.nodes[phase] = {p: NodeState() for p in e.tree}
+            case PhaseExitEvent(phase=phase):
+                if phase in f.configuration:
+                    f.configuration.remove(phase)
+                for node in f.nodes.get(phase, {}).values():
+                    if node.status == "RUNNING":
+                        node.status = "HALTED"
+            case ChartEvent():
+                f.configuration = list(e.configuration)
+                if e.source is not None:
+                    f.transitions.append((e.event, e.source, str(e.target)))
+            case StatusEvent():
+                for path, (_, new) in e.changes.items():
+                    node = self._node(e.phase, path)
+                    if new != "INVALID":
+                        node.status = new
+                        if new != "FAILURE":
+                            node.outcome = ""
+            case FailureEvent(outcome=o):
+                node = self._node(e.phase, e.node_path)
+                node.outcome = f"{o.kind}: {o.reason}"
+                if o.kind == "unknown":
+                    node.status = "UNKNOWN"
+            case CommandEvent():
+                self._command(e)
+            case VerdictEvent():
+                self._node(e.phase, e.node_path).verdict = e.verdict
+            case BudgetEvent(granted=True):
+                f.counters[e.draw] = f.counters.get(e.draw, 0) + 1
+                if e.node_path:  # budget events name no phase: an active one has it
                     for phase in f.configuration:
-                        if d["node_path"] in f.nodes.get(phase, {}):
-                            f.nodes[phase][d["node_path"]].retries += 1
-        elif kind == "blackboard":
-            f.blackboard[d["key"]] = d.get("value")
-        elif kind == "run_end":
-            f.result = d
+                        if e.node_path in f.nodes.get(phase, {}):
+                            f.nodes[phase][e.node_path].retries += 1
+            case BlackboardEvent():
+                f.blackboard[e.key] = e.value
+            case RunEndEvent():
+                f.result = e.result
         self._fix_unknown()
 
-    def _command(self, e: dict[str, Any], d: dict[str, Any]) -> None:
+    def _command(self, e: CommandEvent) -> None:
         f = self.frame
-        cid = e.get("command_id") or ""
+        cid = e.command_id or ""
         rest = cid[len(self.run_id) + 1:] if self.run_id and cid.startswith(self.run_id + "/") \
             else cid.split("/", 1)[-1]
         m = _CID.match(rest)
         phase, path, attempt = (m["phase"], m["path"], int(m["attempt"])) if m else ("", "", 0)
         info = f.commands.get(cid)
         if info is None:
-            info = CommandInfo(cid, str(d.get("skill", "")), "", "", phase, path, attempt)
+            info = CommandInfo(cid, e.skill, "", "", phase, path, attempt)
             f.commands[cid] = info
-        info.state = str(d.get("state_after", info.state))
-        info.reason = str(d.get("reason") or info.reason)
+        info.state = e.state_after
+        info.reason = e.reason or info.reason
         if m and phase in f.nodes and path in f.nodes[phase]:
             node = f.nodes[phase][path]
             if attempt >= node.attempts:
@@ -233,8 +240,8 @@ def fold(trace: TraceReader | Iterable[dict[str, Any]], until: int | None = None
     events folded."""
     reader = _events(trace)
     folder = FrameFolder(reader.structure)
-    for e in reader:
-        if until is not None and e["seq"] > until:
+    for e in reader.records:
+        if until is not None and e.seq > until:
             break
         folder.apply(e)
     return folder.frame
@@ -258,9 +265,9 @@ def frames(trace: TraceReader | Iterable[dict[str, Any]]) -> list[Frame]:
     reader = _events(trace)
     folder = FrameFolder(reader.structure)
     out: list[Frame] = []
-    events = reader.events
+    events = reader.records
     for i, e in enumerate(events):
         folder.apply(e)
-        if i + 1 == len(events) or events[i + 1]["tick"] != e["tick"]:
+        if i + 1 == len(events) or events[i + 1].tick != e.tick:
             out.append(folder.snapshot())
     return out

@@ -35,6 +35,7 @@ from mcap_protobuf.schema import build_file_descriptor_set
 
 from harness_bt.clock import Clock
 from harness_bt.errors import BridgeError
+from harness_bt.events import TaskEvent, parse_event
 from harness_bt.recording import camera_image, encode_jpeg, frame_data
 from harness_bt.runtime.observation import Observation
 from harness_bt.viz.channels import (
@@ -203,16 +204,16 @@ class FoxgloveLive:
             self.inner.ticked(runner)
 
     def _on_event(self, event: dict[str, Any]) -> None:
+        e = parse_event(event)
         if self._wall_start is None:
-            self._wall_start = float(event.get("wall") or 0.0) - float(event.get("mono") or 0.0)
-        if event["kind"] == "task":
-            self._folder = FrameFolder({k: v for k, v in (event.get("data") or {}).items()
-                                        if k != "skills"})
+            self._wall_start = e.wall - e.mono
+        if isinstance(e, TaskEvent):
+            self._folder = FrameFolder(e.structure)
         if self._folder is not None:
-            self._folder.apply(event)
-        if event["kind"] in LOGGED:
-            ns = run_ns(self._wall_start, event)
-            self.proto("/harness/log", log_message(event, ns), ns)
+            self._folder.apply(e)
+        if e.kind in LOGGED:
+            ns = run_ns(self._wall_start, e)
+            self.proto("/harness/log", log_message(e, ns), ns)
 
     def _images(self, obs: Observation, updates: Sequence[ObjectUpdate], clock: Clock) -> None:
         now = obs.received_at if obs.received_at is not None else clock.monotonic()

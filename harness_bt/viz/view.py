@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness_bt.events import FrameEvent
 from harness_bt.recording import FrameStore
 from harness_bt.trace import TraceReader
 from harness_bt.viz.dot import render_dot, to_dot
@@ -68,9 +69,11 @@ class Images:
         out = cls(problem=store.problem)
         index: dict[str, int] = {}
         missing = 0
-        for e in reader.of_kind("frame"):
+        for e in reader.records:
+            if not isinstance(e, FrameEvent):
+                continue
             shown: dict[str, Any] = {}
-            for camera, image in (e["data"].get("images") or {}).items():
+            for camera, image in e.images.items():
                 member = str(image.get("member"))
                 if member not in store:
                     missing += 1
@@ -83,9 +86,9 @@ class Images:
                                            data).decode("ascii"))
                 shown[camera] = {"src": index[member], "w": image.get("width"),
                                  "h": image.get("height"), "boxes": image.get("boxes") or {},
-                                 "timestep": e["data"].get("timestep")}
+                                 "timestep": e.timestep}
             if shown:
-                out.by_seq.append((int(e["seq"]), shown))
+                out.by_seq.append((e.seq, shown))
         if missing and out.problem is None:
             out.problem = f"{missing} recorded image(s) are not in the frames file"
         return out
