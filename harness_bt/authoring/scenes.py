@@ -24,7 +24,7 @@ from harness_bt.errors import DefinitionError
 from harness_bt.plugins import Registry, did_you_mean
 from harness_bt.problems import Problem, Report, Severity
 from harness_bt.runtime.episodes import RunOptions
-from harness_bt.scene.condition import Condition, compile_condition
+from harness_bt.scene.condition import Condition, compile_success
 from harness_bt.scene.document import TABLE_XY, Scene, SceneError, find_scene
 from harness_bt.scene.model import COLOURS, SceneSpec
 from harness_bt.scene.predicates import Predicate, predicate_registry
@@ -216,12 +216,12 @@ class _Checker:
         for name in clash:
             self.problem("DUPLICATE_NAME", f"{name!r} names both an object and a group",
                          ("objects", name), "rename the group")
-        condition, errors = compile_condition(spec.success.when, self.predicates,
-                                              objects=list(spec.objects), groups=groups,
-                                              params=params)
+        condition, errors = compile_success(spec.success.when, self.predicates,
+                                            objects=list(spec.objects), groups=groups,
+                                            params=params)
         for err in errors:
-            self.problem(err.code, f"success.when at column {err.column + 1} of the "
-                         f"expression: {err.message}", ("success", "when"), err.fix)
+            self.problem(err.code, f"success.when at column {err.column} of the "
+                         f"expression: {err.message}", ("success", "when"), err.fix or "")
         return condition
 
 
