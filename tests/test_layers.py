@@ -120,7 +120,8 @@ def test_no_import_cycle_anywhere() -> None:
 #: (``authoring``) sits above the core it compiles into, and the applications above both.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("foundation", frozenset({"_version", "errors", "problems", "source", "clock", "plugins",
-                              "trace", "budget", "expr", "ledger", "skill_params", "geometry"})),
+                              "trace", "budget", "expr", "ledger", "skill_params", "geometry",
+                              "param_spec"})),
     ("model", frozenset({"world", "runtime", "scene", "skill", "evaluation", "context",
                          "policy", "recording"})),
     ("behaviour", frozenset({"nodes", "task", "seams"})),

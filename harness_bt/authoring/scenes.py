@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
+from harness_bt.authoring.params import check_value, describe
 from harness_bt.authoring.readers.yaml import read_yaml
 from harness_bt.authoring.validate.structure import Structure
 from harness_bt.errors import DefinitionError
@@ -164,8 +165,8 @@ class _Checker:
         """Each parameter's (type, value). A faulty value is reported and replaced by a
         stand-in of its type, so that its uses report nothing more."""
         out: dict[str, tuple[str, Any]] = {}
-        stand_in = {"object": next(iter(spec.objects)), "number": 0.0, "vector": [0.0, 0.0],
-                    "string": ""}
+        stand_in = {"object": next(iter(spec.objects)), "number": 0.0, "integer": 0,
+                    "boolean": False, "vector": [0.0, 0.0], "string": ""}
         for name, param in spec.params.items():
             given = name in values
             value = values[name] if given else param.default
@@ -181,19 +182,13 @@ class _Checker:
                 problem = ("UNKNOWN_OBJECT", f"scene parameter {name!r} ({origin}) is not an "
                            f"object of scene {spec.name!r}; its objects: {', '.join(known)}"
                            f"{did_you_mean(str(value), known)}", "name one of them")
-            elif param.type == "number" and (isinstance(value, bool)
-                                             or not isinstance(value, int | float)):
-                problem = ("INVALID_PARAM_VALUE", f"scene parameter {name!r} is a number, "
-                           f"{origin}", f"set a number: --set {name}=0.1")
-            elif param.type == "vector" and not (
-                    isinstance(value, list | tuple) and 2 <= len(value) <= 3
-                    and all(isinstance(v, int | float) and not isinstance(v, bool)
-                            for v in value)):
-                problem = ("INVALID_PARAM_VALUE", f"scene parameter {name!r} is a vector, "
-                           f"{origin}", f"set [x, y] or [x, y, z]: --set {name}=0,0.1")
-            elif param.type == "string" and not isinstance(value, str):
-                problem = ("INVALID_PARAM_VALUE", f"scene parameter {name!r} is text, {origin}",
-                           "quote it")
+            else:
+                try:  # the same rules as a task's parameters: type, choices, range, size
+                    value = check_value(param, value)
+                except ValueError as exc:
+                    problem = ("INVALID_PARAM_VALUE", f"scene parameter {name!r} is "
+                               f"{describe(param)}, {origin}: {exc}",
+                               f"set {describe(param)}: --set {name}=...")
             if problem is not None:
                 code, message, fix = problem
                 if given:

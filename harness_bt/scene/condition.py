@@ -32,7 +32,7 @@ def scene_names(objects: Sequence[str], groups: Mapping[str, Sequence[str]] | No
     or group of its name."""
     names = {oid: Name("object", oid) for oid in objects}
     names.update({g: Name("object", members=tuple(m)) for g, m in (groups or {}).items()})
-    names.update({p: Name(kind, value, parameter=True)
+    names.update({p: Name("number" if kind == "integer" else kind, value, parameter=True)
                   for p, (kind, value) in (params or {}).items()})
     return names
 

@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from harness_bt._version import __version__
 from harness_bt.errors import HarnessError
 from runtime_bridge.genmanip import codec
-from runtime_bridge.genmanip.actions import Embodiment, ValidatedAction, validate_action
+from runtime_bridge.genmanip.actions import GenManipEmbodiment, ValidatedAction, validate_action
 from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.genmanip.shm.link import OPEN_ROUTE, RELEASE_ROUTE
 from runtime_bridge.genmanip.shm.writer import CLAIM_HEADER, STATUS_HEADER, ShmConfig, ShmSessions
@@ -116,7 +116,7 @@ def create_app(
     factory: WorkerFactory,
     *,
     token: str | None = None,
-    embodiment: Embodiment | str = Embodiment.FRANKA_PANDA,
+    embodiment: GenManipEmbodiment | str = GenManipEmbodiment.FRANKA_PANDA,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     transport_faults: TransportFaultSource | None = None,
     delay_s: float = 0.5,
@@ -131,7 +131,7 @@ def create_app(
     and stale ones of its prefix removed when it starts.
     """
     workers = _Workers(factory)
-    embodiment = Embodiment(embodiment)
+    embodiment = GenManipEmbodiment(embodiment)
     sessions: ShmSessions | None = None
     if shm is not False:
         sessions = ShmSessions(shm if isinstance(shm, ShmConfig) else None)
