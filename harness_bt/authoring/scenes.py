@@ -232,7 +232,7 @@ def check_scene(path: str | os.PathLike[str], *, params: Mapping[str, Any] | Non
     """Read and check a scene file (``params``: values for its parameters; names it does not
     declare are left alone, so a task's parameters can be passed whole)."""
     doc, problems = read_yaml(path, text=text)
-    registry = predicates if predicates is not None else predicate_registry()
+    registry = predicates if predicates is not None else predicate_registry(entry_points=True)
     checker = _Checker(doc, {n: registry.get(n) for n in registry.names()})
     checker.report.extend(problems)
     if doc.data is None or problems:

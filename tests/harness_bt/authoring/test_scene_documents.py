@@ -52,7 +52,7 @@ def problems(tmp_path: Path, text: str, **params: Any) -> list[str]:
 
 
 def test_the_library_scenes_load_and_say_whether_they_are_judged() -> None:
-    names = scene_registry().names()
+    names = scene_registry(entry_points=True).names()
     assert {"pick_cube", "pick_and_place", "stack", "place_at", "table"} <= set(names)
     judged = {n: load_scene(n).judged for n in names}
     assert judged["pick_cube"] and judged["stack"] and not judged["table"]
@@ -169,7 +169,8 @@ class _State:
 
 
 def test_conditions_evaluate_groups_counts_and_stacking() -> None:
-    preds = {n: predicate_registry().get(n) for n in predicate_registry().names()}
+    registry = predicate_registry(entry_points=True)
+    preds = {n: registry.get(n) for n in registry.names()}
     state = _State({"a": (0.5, 0.0, 0.026), "b": (0.5, 0.2, 0.02), "c": (0.5, 0.0, 0.066),
                     "bowl": (0.5, 0.0, 0.0)})
     groups = {"reds": ["a", "b"]}

@@ -16,7 +16,7 @@ from harness_bt.scene.predicates import Arg
 
 
 def _predicates() -> dict[str, Predicate]:
-    registry = predicate_registry()
+    registry = predicate_registry(entry_points=True)
     return {n: registry.get(n) for n in registry.names()}
 
 
