@@ -33,7 +33,7 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-class Each(tuple):  # type: ignore[type-arg]
+class Each(tuple):
     """The values of one call made once per member of a group (``inside(reds, tray)``): true
     when every one is; ``all`` / ``any`` / ``count`` count its members one by one."""
 
