@@ -436,8 +436,9 @@ def scripted_perception(observation: Observation) -> list[ObjectUpdate]:
     return out
 
 
-def perception_registry(*, entry_points: bool = True) -> Registry[Callable[[], Perception]]:
-    """Perception factories by name, from the ``harness_bt.perception`` entry points."""
+def perception_registry(*, entry_points: bool = False) -> Registry[Callable[[], Perception]]:
+    """Perception factories by name;
+    with ``entry_points=True`` filled from the ``harness_bt.perception`` entry points."""
     registry: Registry[Callable[[], Perception]] = Registry("perception")
     if entry_points:
         registry.load(Group.PERCEPTION)

@@ -61,7 +61,7 @@ def serve(
                               "level", fix="use DEBUG, INFO, WARNING or ERROR")
     settings = PolicySettings(misgrasp_rate=misgrasp_rate, pose_noise_m=pose_noise_m,
                               seed=seed)
-    registry = policy_registry()
+    registry = policy_registry(entry_points=True)
     policy = policy or default_policy(registry)
     kind = registry.get(policy, where="--policy")
     if not 0 <= port <= 65535:
@@ -108,7 +108,7 @@ def list_(
     """List the installed policies (the harness_bt.policies entry points)."""
     from policies.registry import policy_registry
 
-    registry = policy_registry()
+    registry = policy_registry(entry_points=True)
     rows: list[dict[str, Any]] = [
         {"name": name, "description": kind.description, "knobs": list(kind.knobs),
          "origin": str(registry.origin(name))} for name, kind in registry.items()]

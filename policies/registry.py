@@ -96,8 +96,9 @@ def _validate(name: str, item: PolicyKind) -> None:
                               fix="name a PolicyKind(description, build) in the entry point")
 
 
-def policy_registry(*, entry_points: bool = True) -> Registry[PolicyKind]:
-    """Policies by name, from the ``harness_bt.policies`` entry points."""
+def policy_registry(*, entry_points: bool = False) -> Registry[PolicyKind]:
+    """Policies by name;
+    with ``entry_points=True`` filled from the ``harness_bt.policies`` entry points."""
     registry: Registry[PolicyKind] = Registry("policy", validate=_validate)
     if entry_points:
         registry.load(Group.POLICIES)

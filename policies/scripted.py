@@ -354,7 +354,7 @@ class PickFactory:
     def __init__(self, settings: PolicySettings, config: PickConfig | None = None) -> None:
         self.settings = settings
         self.config = config or PickConfig()
-        factory = perception_registry().get(self.config.perception,
+        factory = perception_registry(entry_points=True).get(self.config.perception,
                                             where="the pick policy's perception")
         self.perception = factory
         catalogue = getattr(factory(), "catalogue", None)

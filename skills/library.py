@@ -1,6 +1,8 @@
 """The task library (``trees/``) built in Python: each builder makes the same task as its YAML
-document (``trees/<name>.yaml``; a test checks both give equal structures for the default
-parameters and for others). ``trees/<name>.py`` exposes one as ``task(**params)``.
+document (``trees/<name>.yaml``), which is the library's source of truth: ``trees/<name>.py``
+exposes one as ``task(**params)``, and ``tests/trees/test_library_written_once.py`` holds every
+builder here to its YAML task (equal structures for the defaults and for every other object of
+the scene in each parameter), so a change made on one side only fails the tests.
 
 - :func:`pick_task`: find the target, approach, grasp and lift it, judge that it is held.
 - :func:`move_task`: pick the target, carry it over a destination object, put it inside (a

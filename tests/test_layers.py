@@ -121,7 +121,7 @@ def test_no_import_cycle_anywhere() -> None:
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("foundation", frozenset({"_version", "errors", "problems", "source", "clock", "plugins",
                               "events", "trace", "budget", "expr", "ledger", "skill_params",
-                              "geometry", "request_budget", "listen"})),
+                              "geometry", "request_budget", "listen", "param_spec"})),
     ("model", frozenset({"world", "runtime", "scene", "skill", "evaluation", "context",
                          "policy", "recording"})),
     ("behaviour", frozenset({"nodes", "task", "seams"})),

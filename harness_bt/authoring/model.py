@@ -28,6 +28,8 @@ from pydantic import (
     model_validator,
 )
 
+from harness_bt.param_spec import PARAM_TYPES, ParamSpec
+
 __all__ = [
     "EVENTS",
     "PARAM_TYPES",
@@ -203,31 +205,7 @@ CompoundSpec.model_rebuild()
 ParallelSpec.model_rebuild()
 
 
-#: The types a task parameter can have.
-PARAM_TYPES = ("object", "string", "number", "integer", "boolean", "vector")
-ParamType = Literal["object", "string", "number", "integer", "boolean", "vector"]
 ParamName = Annotated[str, StringConstraints(pattern=_ID)]
-
-
-class ParamSpec(_Spec):
-    """A task parameter: its type, its default (none: the parameter is required), and what
-    values it admits. ``{name}`` in a tree's values stands for the parameter's value
-    (:mod:`harness_bt.authoring.placeholders`)."""
-
-    type: ParamType = Field(description="object (an object id) | string | number | integer "
-                            "| boolean | vector (a list of numbers)")
-    default: Any = Field(None, description="the value when none is given (none: required)")
-    description: str = ""
-    choices: list[Any] | None = Field(None, min_length=1,
-                                      description="the only values admitted")
-    min: float | None = Field(None, description="number / integer: the smallest value")
-    max: float | None = Field(None, description="number / integer: the largest value")
-    size: Annotated[int, Field(ge=1), BeforeValidator(integral)] | None = Field(
-        None, description="vector: its length")
-
-    @property
-    def required(self) -> bool:
-        return "default" not in self.model_fields_set or self.default is None
 
 
 class TaskSpec(_Spec):

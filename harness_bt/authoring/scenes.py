@@ -18,13 +18,14 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
+from harness_bt.authoring.params import check_value, describe
 from harness_bt.authoring.readers.yaml import read_yaml
 from harness_bt.authoring.validate.structure import Structure
 from harness_bt.errors import DefinitionError
 from harness_bt.plugins import Registry, did_you_mean
 from harness_bt.problems import Problem, Report, Severity
 from harness_bt.runtime.episodes import RunOptions
-from harness_bt.scene.condition import Condition, compile_condition
+from harness_bt.scene.condition import Condition, compile_success
 from harness_bt.scene.document import TABLE_XY, Scene, SceneError, find_scene
 from harness_bt.scene.model import COLOURS, SceneSpec
 from harness_bt.scene.predicates import Predicate, predicate_registry
@@ -164,8 +165,8 @@ class _Checker:
         """Each parameter's (type, value). A faulty value is reported and replaced by a
         stand-in of its type, so that its uses report nothing more."""
         out: dict[str, tuple[str, Any]] = {}
-        stand_in = {"object": next(iter(spec.objects)), "number": 0.0, "vector": [0.0, 0.0],
-                    "string": ""}
+        stand_in = {"object": next(iter(spec.objects)), "number": 0.0, "integer": 0,
+                    "boolean": False, "vector": [0.0, 0.0], "string": ""}
         for name, param in spec.params.items():
             given = name in values
             value = values[name] if given else param.default
@@ -181,19 +182,13 @@ class _Checker:
                 problem = ("UNKNOWN_OBJECT", f"scene parameter {name!r} ({origin}) is not an "
                            f"object of scene {spec.name!r}; its objects: {', '.join(known)}"
                            f"{did_you_mean(str(value), known)}", "name one of them")
-            elif param.type == "number" and (isinstance(value, bool)
-                                             or not isinstance(value, int | float)):
-                problem = ("INVALID_PARAM_VALUE", f"scene parameter {name!r} is a number, "
-                           f"{origin}", f"set a number: --set {name}=0.1")
-            elif param.type == "vector" and not (
-                    isinstance(value, list | tuple) and 2 <= len(value) <= 3
-                    and all(isinstance(v, int | float) and not isinstance(v, bool)
-                            for v in value)):
-                problem = ("INVALID_PARAM_VALUE", f"scene parameter {name!r} is a vector, "
-                           f"{origin}", f"set [x, y] or [x, y, z]: --set {name}=0,0.1")
-            elif param.type == "string" and not isinstance(value, str):
-                problem = ("INVALID_PARAM_VALUE", f"scene parameter {name!r} is text, {origin}",
-                           "quote it")
+            else:
+                try:  # the same rules as a task's parameters: type, choices, range, size
+                    value = check_value(param, value)
+                except ValueError as exc:
+                    problem = ("INVALID_PARAM_VALUE", f"scene parameter {name!r} is "
+                               f"{describe(param)}, {origin}: {exc}",
+                               f"set {describe(param)}: --set {name}=...")
             if problem is not None:
                 code, message, fix = problem
                 if given:
@@ -216,12 +211,12 @@ class _Checker:
         for name in clash:
             self.problem("DUPLICATE_NAME", f"{name!r} names both an object and a group",
                          ("objects", name), "rename the group")
-        condition, errors = compile_condition(spec.success.when, self.predicates,
-                                              objects=list(spec.objects), groups=groups,
-                                              params=params)
+        condition, errors = compile_success(spec.success.when, self.predicates,
+                                            objects=list(spec.objects), groups=groups,
+                                            params=params)
         for err in errors:
-            self.problem(err.code, f"success.when at column {err.column + 1} of the "
-                         f"expression: {err.message}", ("success", "when"), err.fix)
+            self.problem(err.code, f"success.when at column {err.column} of the "
+                         f"expression: {err.message}", ("success", "when"), err.fix or "")
         return condition
 
 
@@ -237,7 +232,7 @@ def check_scene(path: str | os.PathLike[str], *, params: Mapping[str, Any] | Non
     """Read and check a scene file (``params``: values for its parameters; names it does not
     declare are left alone, so a task's parameters can be passed whole)."""
     doc, problems = read_yaml(path, text=text)
-    registry = predicates if predicates is not None else predicate_registry()
+    registry = predicates if predicates is not None else predicate_registry(entry_points=True)
     checker = _Checker(doc, {n: registry.get(n) for n in registry.names()})
     checker.report.extend(problems)
     if doc.data is None or problems:

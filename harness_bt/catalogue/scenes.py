@@ -113,7 +113,7 @@ class SceneEntry:
 
 def scene_entries(registry: Registry[Any] | None = None) -> list[SceneEntry]:
     """Every registered scene, loaded and checked (default: the installed ones)."""
-    registry = registry if registry is not None else scene_registry()
+    registry = registry if registry is not None else scene_registry(entry_points=True)
     out = []
     for name in registry.names():
         source = source_of(registry, name)

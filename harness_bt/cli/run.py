@@ -419,7 +419,7 @@ def _run(task: Task, options: RunOptions, as_json: bool,
     live = console.is_terminal and not as_json
     if not console.is_terminal:
         console = Console(width=140)  # a log or a pipe: do not wrap at 80 columns
-    factory = runtime_registry().get(options.bridge, where="--bridge")
+    factory = runtime_registry(entry_points=True).get(options.bridge, where="--bridge")
     with _c_stdout_to_stderr(True):  # native libraries print to stdout on start; keep it clean
         runtime = factory(options)
     durable: DurableRun | None = None

@@ -18,7 +18,6 @@ server has no episode left, yielding a row per episode keyed by the server's epi
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 import socket
 import time
@@ -29,6 +28,7 @@ from typing import Any
 from harness_bt.authoring.scenes import with_scene
 from harness_bt.errors import DefinitionError, HarnessError
 from harness_bt.eval.plan import EpisodeSpec
+from harness_bt.plugins import load_reference
 from harness_bt.run.episodes import EpisodeReport, percentile, run_episodes
 from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions, runtime_registry
@@ -43,13 +43,12 @@ EpisodeFn = Callable[[EpisodeSpec], dict[str, Any]]
 
 
 def resolve(name: str) -> EpisodeFn:
-    """The function ``module:attribute`` names."""
-    module, _, attr = name.partition(":")
+    """The function ``module:attribute`` names (through :func:`harness_bt.plugins.load_reference`,
+    the one loader of references)."""
     try:
-        fn = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise DefinitionError("UNKNOWN_EPISODE_FN", f"episode function {name!r} does not "
-                              f"import: {exc}", fix="name it module:function") from None
+        fn = load_reference(name, "episode function", example=DEFAULT_EPISODE_FN)
+    except DefinitionError as exc:
+        raise DefinitionError("UNKNOWN_EPISODE_FN", exc.message, fix=exc.fix) from None
     if not callable(fn):
         raise DefinitionError("UNKNOWN_EPISODE_FN", f"{name!r} is not a function",
                               fix="name it module:function")
@@ -144,7 +143,7 @@ def run_server_episodes(spec: EpisodeSpec, *, skip: Callable[[str], bool] | None
 
     task = load_task(Path(spec.task_file), params=dict(spec.params))
     options = _options(spec, task.scene, task.params, task.name)
-    runtime = runtime_registry().get("inproc", where="--sim")(options)
+    runtime = runtime_registry(entry_points=True).get("inproc", where="--sim")(options)
     try:
         n = 0
         while True:

@@ -25,7 +25,13 @@ Roots: ``bb`` (or ``blackboard``): the run's blackboard; ``world``: the world mo
 per object id (``world.cup.confidence``, ``.pose``, ``.position``, ``.extent``, ``.version``,
 ``.age_s``, ``.label``, ``.on``, ``.in``, ``.held_by``); ``outcome`` (transition guards only):
 ``.kind``, ``.reason``, ``.node_path``, ``.retryable``, ``.details``. Functions: ``exists``,
-``len``, ``abs``, ``min``, ``max``.
+``len``, ``abs``, ``min``, ``max``, ``all`` / ``any`` (every / some argument true, lists taken
+item by item) and ``count`` (how many are).
+
+The same language judges a scene (:mod:`harness_bt.expr.calls`): there the calls are the
+scene's predicates over the simulator's state and bare names are its objects, groups and
+parameters (``inside(reds, tray) and count(still(reds)) >= 2``), checked with every problem
+reported at once by :func:`compile_condition`.
 
 A path that leads nowhere is *missing*: it equals ``null``, every other comparison with it is
 false, ``exists()`` of it is false. Comparing values of different kinds is false; arithmetic on
@@ -38,10 +44,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness_bt.expr.evaluate import MISSING, Resolver, evaluate, object_view, run_env
+from harness_bt.expr.calls import Condition, Function, Name, compile_condition
+from harness_bt.expr.evaluate import MISSING, Each, Resolver, evaluate, object_view, run_env
 from harness_bt.expr.syntax import ExprError, Node, parse, unparse, walk
 
-__all__ = ["MISSING", "ExprError", "Expression", "compile_expr", "object_view", "run_env"]
+__all__ = ["MISSING", "Condition", "Each", "ExprError", "Expression", "Function", "Name",
+           "compile_condition", "compile_expr", "object_view", "run_env"]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from harness_bt.expr.syntax import ExprError, Node
 
-__all__ = ["MISSING", "Resolver", "evaluate", "object_view", "run_env"]
+__all__ = ["MISSING", "Apply", "Each", "Resolver", "evaluate", "object_view", "run_env"]
 
 
 class _Missing:
@@ -31,6 +31,26 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
+
+
+class Each(tuple):
+    """The values of one call made once per member of a group (``inside(reds, tray)``): true
+    when every one is; ``all`` / ``any`` / ``count`` count its members one by one."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return all(self)
+
+
+def _flat(args: list[Any]) -> list[bool]:
+    out: list[bool] = []
+    for a in args:
+        if isinstance(a, Each | list | tuple):
+            out.extend(bool(x) for x in a)
+        else:
+            out.append(bool(a))
+    return out
 
 
 def _number(v: Any) -> bool:
@@ -80,6 +100,9 @@ def _step(value: Any, key: str | int) -> Any:
 
 
 def _call(fn: str, args: list[Any]) -> Any:
+    if fn in ("all", "any", "count"):
+        flat = _flat(args)
+        return all(flat) if fn == "all" else any(flat) if fn == "any" else sum(flat)
     if fn == "exists":
         return args[0] is not MISSING and args[0] is not None
     if fn == "len":
@@ -92,12 +115,35 @@ def _call(fn: str, args: list[Any]) -> Any:
 
 
 Resolver = Callable[[str | int], Any]
+#: Runs one bound call: (function name, argument values, the call's text) -> its value.
+Apply = Callable[[str, list[Any], str], Any]
 
 
-def evaluate(node: Node, env: Mapping[str, Resolver]) -> Any:
+def _apply(node: Node, env: Mapping[str, Resolver], apply: Apply | None) -> Any:
+    _, fn, arg_nodes, text = node
+    if apply is None:
+        return MISSING
+    args = [evaluate(n, env, apply) for n in arg_nodes]
+    at = next((i for i, n in enumerate(arg_nodes) if n[0] == "group"), None)
+    if at is None:
+        return apply(fn, args, text)
+    return Each(apply(fn, [*args[:at], member, *args[at + 1:]], f"{text}[{member}]")
+                for member in arg_nodes[at][2])
+
+
+def evaluate(node: Node, env: Mapping[str, Resolver], apply: Apply | None = None) -> Any:
+    """The value of ``node``. Bound calls (``("apply", fn, args, text)`` nodes, made by
+    :func:`harness_bt.expr.calls.bind`) run through ``apply``; a call with a group argument
+    (``("group", name, members)``) runs once per member and gives an :class:`Each`."""
     tag = node[0]
     if tag == "lit":
         return node[1]
+    if tag == "apply":
+        return _apply(node, env, apply)
+    if tag == "group":
+        return node[2]
+    if tag == "name":
+        return MISSING
     if tag == "path":
         _, root, steps, _ = node
         if root not in env:
@@ -107,21 +153,21 @@ def evaluate(node: Node, env: Mapping[str, Resolver]) -> Any:
             value = _step(value, key)
         return value
     if tag == "list":
-        return [evaluate(n, env) for n in node[1]]
+        return [evaluate(n, env, apply) for n in node[1]]
     if tag == "call":
-        return _call(node[1], [evaluate(n, env) for n in node[2]])
+        return _call(node[1], [evaluate(n, env, apply) for n in node[2]])
     if tag == "not":
-        return not evaluate(node[1], env)
+        return not evaluate(node[1], env, apply)
     if tag == "and":
-        return bool(evaluate(node[1], env)) and bool(evaluate(node[2], env))
+        return bool(evaluate(node[1], env, apply)) and bool(evaluate(node[2], env, apply))
     if tag == "or":
-        return bool(evaluate(node[1], env)) or bool(evaluate(node[2], env))
+        return bool(evaluate(node[1], env, apply)) or bool(evaluate(node[2], env, apply))
     if tag == "cmp":
-        return _compare(node[1], evaluate(node[2], env), evaluate(node[3], env))
+        return _compare(node[1], evaluate(node[2], env, apply), evaluate(node[3], env, apply))
     if tag == "arith":
-        return _arith(node[1], evaluate(node[2], env), evaluate(node[3], env))
+        return _arith(node[1], evaluate(node[2], env, apply), evaluate(node[3], env, apply))
     if tag == "neg":
-        v = evaluate(node[1], env)
+        v = evaluate(node[1], env, apply)
         return -v if _number(v) else MISSING
     raise ExprError(f"internal: no evaluation for expression node {tag!r}", str(node), 1)
 

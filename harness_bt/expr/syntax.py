@@ -13,18 +13,22 @@ from harness_bt.errors import DefinitionError
 __all__ = ["FUNCTIONS", "ROOTS", "ExprError", "Node", "parse", "unparse", "walk"]
 
 ROOTS = {"bb": "bb", "blackboard": "bb", "world": "world", "outcome": "outcome"}
-FUNCTIONS = ("abs", "exists", "len", "max", "min")
+FUNCTIONS = ("abs", "all", "any", "count", "exists", "len", "max", "min")
+_ARITY = {"exists": (1, 1), "len": (1, 1), "abs": (1, 1), "min": (2, 99), "max": (2, 99),
+          "all": (1, 99), "any": (1, 99), "count": (1, 99)}
 _KEYWORDS = {"and", "or", "not", "in", "true", "false", "null"}
 
 
 class ExprError(DefinitionError):
-    """A syntax or name error in an expression (code ``INVALID_EXPRESSION``): ``message`` says
-    what, ``column`` (1-based) where in ``text``, ``fix`` what to write instead."""
+    """A syntax or name error in an expression (code ``INVALID_EXPRESSION``, or the code of a
+    check of calls and names: ``UNKNOWN_PREDICATE``, ...): ``message`` says what, ``column``
+    (1-based) where in ``text``, ``fix`` what to write instead."""
 
-    def __init__(self, message: str, text: str, column: int, fix: str = "") -> None:
+    def __init__(self, message: str, text: str, column: int, fix: str = "",
+                 code: str = "INVALID_EXPRESSION") -> None:
         self.text = text
         self.column = column
-        super().__init__("INVALID_EXPRESSION", f"{message} at column {column} of {text!r}",
+        super().__init__(code, f"{message} at column {column} of {text!r}",
                          fix=fix or None, details={"column": column, "text": text})
         self.message = message
 
@@ -52,7 +56,8 @@ def _tokens(text: str) -> list[_Tok]:
         m = _TOKEN.match(text, pos)
         if m is None:
             ch = text[pos]
-            fix = "use '==' to compare" if ch == "=" else \
+            fix = "use '==' to compare; a function's arguments are positional" if ch == "=" \
+                else \
                 "use 'and' / 'or' / 'not'" if ch in "&|!" else "write strings in quotes"
             raise ExprError(f"unexpected character {ch!r}", text, pos + 1, fix)
         kind = m.lastgroup or ""
@@ -66,7 +71,9 @@ def _tokens(text: str) -> list[_Tok]:
 
 
 # ---------------------------------------------------------------------------- syntax tree
-# Nodes are tuples: ("lit", value) ("path", root, (steps...), col) ("call", fn, (args...))
+# Nodes are tuples: ("lit", value) ("path", root, (steps...), col)
+# ("call", fn, (args...), col, end) -- text[col - 1:end] is the call as written
+# ("name", word, col) -- a bare name, only where names are open (see parse)
 # ("list", (items...)) ("not", x) ("and", a, b) ("or", a, b) ("cmp", op, a, b)
 # ("arith", op, a, b) ("neg", x)
 
@@ -74,11 +81,12 @@ Node = tuple[Any, ...]
 
 
 class _Parser:
-    def __init__(self, text: str, roots: Iterable[str]) -> None:
+    def __init__(self, text: str, roots: Iterable[str], open_names: bool) -> None:
         self.text = text
         self.toks = _tokens(text)
         self.i = 0
         self.roots = set(roots)
+        self.open = open_names
 
     def peek(self, offset: int = 0) -> _Tok:
         return self.toks[min(self.i + offset, len(self.toks) - 1)]
@@ -191,20 +199,22 @@ class _Parser:
                 lower = {"True": "true", "False": "false", "None": "null"}[word]
                 raise self.error(f"unknown name {word!r}", tok, f"write {lower!r}")
             if self.peek().kind == "op" and self.peek().text == "(":
-                if word not in FUNCTIONS:
+                if word not in FUNCTIONS and not self.open:
                     raise self.error(f"unknown function {word!r}", tok,
                                      f"known: {', '.join(FUNCTIONS)}")
                 self.take()
                 args = self.items(")")
-                arity = {"exists": (1, 1), "len": (1, 1), "abs": (1, 1), "min": (2, 99),
-                         "max": (2, 99)}[word]
-                if not arity[0] <= len(args) <= arity[1]:
+                end = self.toks[self.i - 1].col  # the closing ')'
+                arity = _ARITY.get(word)
+                if arity is not None and not arity[0] <= len(args) <= arity[1]:
                     raise self.error(f"{word}() takes {arity[0]}"
                                      f"{'' if arity[0] == arity[1] else ' or more'} "
                                      f"argument(s), got {len(args)}", tok)
-                return ("call", word, tuple(args))
+                return ("call", word, tuple(args), tok.col, end)
             if word in _KEYWORDS:
                 raise self.error(f"unexpected {word!r}", tok)
+            if self.open and (word not in ROOTS or ROOTS[word] not in self.roots):
+                return ("name", word, tok.col)
             if word not in ROOTS or ROOTS[word] not in self.roots:
                 known = sorted(r for r, v in ROOTS.items() if v in self.roots)
                 raise self.error(f"unknown name {word!r}", tok,
@@ -296,6 +306,8 @@ def unparse(node: Node, mapping: Mapping[str, str] | None = None) -> str:
             else:
                 text += f"[{_quote(s)}]"
         return text
+    if tag == "name":
+        return str(node[1])
     if tag == "list":
         return "[" + ", ".join(unparse(n, mapping) for n in node[1]) + "]"
     if tag == "call":
@@ -318,7 +330,7 @@ def _children(node: Node) -> tuple[Node, ...]:
     tag = node[0]
     if tag == "list":
         return tuple(node[1])
-    if tag == "call":
+    if tag in ("call", "apply"):
         return tuple(node[2])
     if tag in ("not", "neg"):
         return (node[1],)
@@ -336,6 +348,8 @@ def walk(node: Node) -> Iterable[Node]:
         yield from walk(child)
 
 
-def parse(text: str, roots: Iterable[str]) -> Node:
-    """The syntax tree of ``text`` (paths may start at ``roots`` only)."""
-    return _Parser(text, roots).parse()
+def parse(text: str, roots: Iterable[str], *, open_names: bool = False) -> Node:
+    """The syntax tree of ``text`` (paths may start at ``roots`` only). With ``open_names``,
+    any function may be called and any other word is a bare ``name`` node: the caller checks
+    them against what it knows (:mod:`harness_bt.expr.calls`)."""
+    return _Parser(text, roots, open_names).parse()

@@ -61,7 +61,7 @@ def candidate_of(file: str | os.PathLike[str], *, scenes: Registry[Any] | None =
     spec = load_spec(path)
     templates = tuple(spec.instructions) or ((spec.instruction,) if spec.instruction else ())
     return Candidate(spec.name, str(path), templates, dict(spec.params),
-                     spec.scene, _scene(spec, path, scenes or scene_registry()),
+                     spec.scene, _scene(spec, path, scenes or scene_registry(entry_points=True)),
                      spec.description)
 
 
@@ -78,7 +78,7 @@ def library_candidates(directory: str | os.PathLike[str] = DEFAULT_LIBRARY, *,
                        scenes: Registry[Any] | None = None) -> tuple[Candidate, ...]:
     """Every task document (``*.yaml``) of ``directory``, by name, as candidates."""
     root = resolve_library(directory)  # as given, else the installed library
-    registry = scenes if scenes is not None else scene_registry()
+    registry = scenes if scenes is not None else scene_registry(entry_points=True)
     files = sorted(p for p in root.glob("*.yaml") if _is_task(p))
     if not files:
         raise DefinitionError("LIBRARY_EMPTY", f"the task library {str(root)!r} holds no task "

@@ -58,8 +58,9 @@ class PlannerOptions:
 PlannerFactory = Callable[[PlannerOptions], Planner]
 
 
-def planner_registry(*, entry_points: bool = True) -> Registry[Any]:
-    """Planner factories by name, from the ``harness_bt.planners`` entry points."""
+def planner_registry(*, entry_points: bool = False) -> Registry[Any]:
+    """Planner factories by name;
+    with ``entry_points=True`` filled from the ``harness_bt.planners`` entry points."""
     registry: Registry[Any] = Registry("planner")
     if entry_points:
         registry.load(Group.PLANNERS)
@@ -70,7 +71,7 @@ def open_planner(name: str, options: PlannerOptions, *,
                  registry: Registry[Any] | None = None) -> Planner:
     """The planner ``name`` made with ``options`` (an unknown name is refused, listing the
     installed ones)."""
-    factory = (registry if registry is not None else planner_registry()).get(
+    factory = (registry if registry is not None else planner_registry(entry_points=True)).get(
         name, where="--planner")
     planner: Planner = factory(options)
     return planner

@@ -353,13 +353,13 @@ def run_episodes(
     if durable is not None and options.episodes != 1:
         raise DefinitionError("INVALID_OPTION", f"a journaled run is one episode, not "
                               f"{options.episodes}", fix="drop --episodes")
-    make_perception = _scene_perception(
-        _only(perception_registry(), perception, "perception", "--perception"), options)
+    make_perception = _scene_perception(_only(perception_registry(entry_points=True),
+                                              perception, "perception", "--perception"), options)
     skills = skills if skills is not None else SkillRegistry(entry_points=True)
     evaluators = evaluators if evaluators is not None else EvaluatorRegistry(entry_points=True)
     own = runtime is None
     if runtime is None:
-        runtime = _only(runtime_registry(), bridge, "bridge", "--bridge")(options)
+        runtime = _only(runtime_registry(entry_points=True), bridge, "bridge", "--bridge")(options)
     assert runtime is not None
     run_id = uuid.uuid4().hex[:8]
     reports: list[EpisodeReport] = []

@@ -43,8 +43,9 @@ class Backend(Protocol):
 BackendFactory = Callable[..., Backend]
 
 
-def backend_registry(*, entry_points: bool = True) -> Registry[BackendFactory]:
-    """Backend factories by name, from the ``harness_bt.backends`` entry points."""
+def backend_registry(*, entry_points: bool = False) -> Registry[BackendFactory]:
+    """Backend factories by name;
+    with ``entry_points=True`` filled from the ``harness_bt.backends`` entry points."""
     registry: Registry[BackendFactory] = Registry("backend")
     if entry_points:
         registry.load(Group.BACKENDS)

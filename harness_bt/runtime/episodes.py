@@ -152,8 +152,9 @@ class SkillListing(Protocol):
 RuntimeFactory = Callable[[RunOptions], EpisodeRuntime]
 
 
-def runtime_registry(*, entry_points: bool = True) -> Registry[RuntimeFactory]:
-    """Runtime factories by name, from the ``harness_bt.bridges`` entry points."""
+def runtime_registry(*, entry_points: bool = False) -> Registry[RuntimeFactory]:
+    """Runtime factories by name;
+    with ``entry_points=True`` filled from the ``harness_bt.bridges`` entry points."""
     registry: Registry[RuntimeFactory] = Registry("bridge")
     if entry_points:
         registry.load(Group.BRIDGES)

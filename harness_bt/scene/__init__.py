@@ -7,7 +7,7 @@ predicates evaluated on the simulator's own state; tasks name the scene they run
 :mod:`harness_bt.authoring.scenes` (``load_scene``, ``check_scene``). See docs/scenes.md.
 """
 
-from harness_bt.scene.condition import Condition, ConditionError, compile_condition
+from harness_bt.scene.condition import Condition, compile_success, scene_names
 from harness_bt.scene.document import Scene, SceneError, find_scene, scene_registry
 from harness_bt.scene.model import COLOURS, SHAPES, ObjectSpec, SceneSpec
 from harness_bt.scene.predicates import Arg, Cavity, Predicate, SceneState, predicate_registry
@@ -18,15 +18,15 @@ __all__ = [
     "Arg",
     "Cavity",
     "Condition",
-    "ConditionError",
     "ObjectSpec",
     "Predicate",
     "Scene",
     "SceneError",
     "SceneSpec",
     "SceneState",
-    "compile_condition",
+    "compile_success",
     "find_scene",
     "predicate_registry",
+    "scene_names",
     "scene_registry",
 ]

@@ -78,9 +78,9 @@ class Scene:
         return out
 
 
-def scene_registry(*, entry_points: bool = True) -> Registry[Any]:
-    """Scenes by name, from the ``harness_bt.scenes`` entry points (paths, or functions
-    returning one)."""
+def scene_registry(*, entry_points: bool = False) -> Registry[Any]:
+    """Scenes by name; with ``entry_points=True`` filled from the ``harness_bt.scenes`` entry
+    points (paths, or functions returning one)."""
     registry: Registry[Any] = Registry("scene")
     if entry_points:
         registry.load(Group.SCENES)
@@ -90,7 +90,7 @@ def scene_registry(*, entry_points: bool = True) -> Registry[Any]:
 def find_scene(ref: str | os.PathLike[str], *, registry: Registry[Any] | None = None) -> Path:
     """The file of a scene given by name or path (a name is looked up first)."""
     text = os.fspath(ref)
-    registry = registry if registry is not None else scene_registry()
+    registry = registry if registry is not None else scene_registry(entry_points=True)
     if text in registry:
         value = registry.get(text)
         return Path(value() if callable(value) else value)

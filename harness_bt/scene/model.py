@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from harness_bt.param_spec import ParamSpec
+
 __all__ = [
     "COLOURS",
     "SHAPES",
@@ -60,15 +62,6 @@ Range = Annotated[list[Number], Field(min_length=2, max_length=2)]
 
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
-
-
-class ParamSpec(_Spec):
-    """A scene parameter: its type and default (``harness run --set`` and a task's parameters
-    of the same name set it)."""
-
-    type: Literal["object", "number", "vector", "string"] = "object"
-    default: Any = None
-    description: str = ""
 
 
 class ObjectSpec(_Spec):
@@ -137,7 +130,9 @@ class SceneSpec(_Spec):
     name: str = Field(pattern=_ID, description="the scene's name")
     description: str = ""
     instruction: str = Field("", description="what the scene asks, in words ({param} allowed)")
-    params: dict[str, ParamSpec] = Field(default_factory=dict)
+    params: dict[str, ParamSpec] = Field(
+        default_factory=dict, description="parameters (the same declaration as a task's): "
+        "name -> declaration; a task's parameter of the same name sets it")
     objects: dict[str, ObjectSpec] = Field(min_length=1)
     layout: LayoutSpec = Field(default_factory=lambda: LayoutSpec.model_validate({}))
     cameras: list[str] = Field(default_factory=list, description="camera specs "

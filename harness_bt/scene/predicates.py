@@ -108,8 +108,9 @@ class Predicate:
         return bool(self.test(state, *filled))
 
 
-def predicate_registry(*, entry_points: bool = True) -> Registry[Predicate]:
-    """Predicates by name, from the ``harness_bt.predicates`` entry points."""
+def predicate_registry(*, entry_points: bool = False) -> Registry[Predicate]:
+    """Predicates by name;
+    with ``entry_points=True`` filled from the ``harness_bt.predicates`` entry points."""
     registry: Registry[Predicate] = Registry("predicate")
     if entry_points:
         registry.load(Group.PREDICATES)

@@ -40,11 +40,12 @@ def backend_from_spec(spec: str, *, dt: float = 1.0 / 30.0, sim_scene: str | Non
                           f"built-in simulator's scene), not --backend {spec}",
                           fix=f"drop {' and '.join(given)}, or serve --backend sim")
     if spec.startswith(("http://", "https://")):
-        return backend_registry().get("genmanip", where="--backend")(dt=dt, url=spec)
+        factory = backend_registry(entry_points=True).get("genmanip", where="--backend")
+        return factory(dt=dt, url=spec)
     if ":" in spec:
         backend: Backend = load_reference(spec, "backend")(dt=dt)
         return backend
-    factory = backend_registry().get(spec, where="--backend")
+    factory = backend_registry(entry_points=True).get(spec, where="--backend")
     if spec == "sim":
         options = {"scene": sim_scene, "params": sim_params or None, "seed": seed}
         return factory(dt=dt, **{k: v for k, v in options.items() if v is not None})

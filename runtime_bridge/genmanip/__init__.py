@@ -3,7 +3,7 @@ worker environment. See ``GENMANIP_PROTOCOL.md`` for the protocol itself."""
 
 from runtime_bridge.genmanip.actions import (
     ControlType,
-    Embodiment,
+    GenManipEmbodiment,
     ValidatedAction,
     validate_action,
 )
@@ -23,9 +23,9 @@ from runtime_bridge.genmanip.shm import ShmConfig
 __all__ = [
     "ActionError",
     "ControlType",
-    "Embodiment",
     "GenManipBackend",
     "GenManipClient",
+    "GenManipEmbodiment",
     "HttpError",
     "ServerThread",
     "ShmConfig",

@@ -22,8 +22,8 @@ __all__ = [
     "EMBODIMENTS",
     "ArmCommand",
     "ControlType",
-    "Embodiment",
     "EmbodimentSpec",
+    "GenManipEmbodiment",
     "ValidatedAction",
     "validate_action",
 ]
@@ -41,8 +41,9 @@ class ControlType(StrEnum):
         return self.value
 
 
-class Embodiment(StrEnum):
-    """Robots GenManip drives."""
+class GenManipEmbodiment(StrEnum):
+    """Robots GenManip drives (its wire name for a robot; not the mapping a policy skill goes
+    through, which is :class:`harness_bt.policy.embodiment.Embodiment`)."""
 
     FRANKA_PANDA = "franka_panda"
     FRANKA_ROBOTIQ = "franka_robotiq"
@@ -56,7 +57,7 @@ class Embodiment(StrEnum):
 class EmbodimentSpec:
     """Arm count, joints per arm and gripper values per arm of one embodiment."""
 
-    embodiment: Embodiment
+    embodiment: GenManipEmbodiment
     arms: int
     arm_joints: int
     gripper_values: int
@@ -76,13 +77,14 @@ class EmbodimentSpec:
         return one if self.arms == 1 else f"a pair of {one}, one per arm"
 
 
-EMBODIMENTS: dict[Embodiment, EmbodimentSpec] = {
-    Embodiment.FRANKA_PANDA: EmbodimentSpec(Embodiment.FRANKA_PANDA, 1, 7, 2, (0.04, 0.04),
-                                            (0.0, 0.0)),
-    Embodiment.FRANKA_ROBOTIQ: EmbodimentSpec(
-        Embodiment.FRANKA_ROBOTIQ, 1, 7, 6, (0.0,) * 6,
+EMBODIMENTS: dict[GenManipEmbodiment, EmbodimentSpec] = {
+    GenManipEmbodiment.FRANKA_PANDA: EmbodimentSpec(
+        GenManipEmbodiment.FRANKA_PANDA, 1, 7, 2, (0.04, 0.04), (0.0, 0.0)),
+    GenManipEmbodiment.FRANKA_ROBOTIQ: EmbodimentSpec(
+        GenManipEmbodiment.FRANKA_ROBOTIQ, 1, 7, 6, (0.0,) * 6,
         (0.7853, 0.7853, -0.7853, -0.7853, -0.7853, -0.7853)),
-    Embodiment.ALOHA: EmbodimentSpec(Embodiment.ALOHA, 2, 6, 2, (0.05, 0.05), (0.0, 0.0)),
+    GenManipEmbodiment.ALOHA: EmbodimentSpec(
+        GenManipEmbodiment.ALOHA, 2, 6, 2, (0.05, 0.05), (0.0, 0.0)),
 }
 
 
@@ -102,7 +104,7 @@ class ValidatedAction:
     """An action that passed :func:`validate_action`: one :class:`ArmCommand` per arm."""
 
     control_type: ControlType
-    embodiment: Embodiment
+    embodiment: GenManipEmbodiment
     arms: tuple[ArmCommand, ...]
 
 
@@ -159,13 +161,14 @@ def _parse_control_type(message: Mapping[str, Any], where: str) -> ControlType:
                     f"{_short(raw)}", "use 'joint_position' or 'ee_pose'") from None
 
 
-def validate_action(message: Any, embodiment: Embodiment | str = Embodiment.FRANKA_PANDA, *,
+def validate_action(message: Any,
+                    embodiment: GenManipEmbodiment | str = GenManipEmbodiment.FRANKA_PANDA, *,
                     where: str = "action") -> ValidatedAction:
     """Check one worker's action message (``{"control_type": ..., "action": ...}``).
 
     Raises :class:`ActionError` naming the field, the value and the expected shape.
     """
-    spec = EMBODIMENTS[Embodiment(embodiment)]
+    spec = EMBODIMENTS[GenManipEmbodiment(embodiment)]
     if not isinstance(message, Mapping):
         raise _fail("BAD_ACTION_MESSAGE", where, f"expected a dict with 'control_type' and "
                     f"'action', got {type(message).__name__} {_short(message)}",

@@ -34,7 +34,7 @@ from harness_bt.errors import BridgeError
 from harness_bt.runtime.bridge import BridgeNotice
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.genmanip import codec
-from runtime_bridge.genmanip.actions import Embodiment, validate_action
+from runtime_bridge.genmanip.actions import GenManipEmbodiment, validate_action
 from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.genmanip.observations import observation_from_wire
 from runtime_bridge.genmanip.shm.link import ShmLink
@@ -118,7 +118,7 @@ class GenManipClient:
         shm: bool = True,
         shm_copy: bool = True,
         shm_directory: str = DEFAULT_DIRECTORY,
-        embodiment: Embodiment | str = Embodiment.FRANKA_PANDA,
+        embodiment: GenManipEmbodiment | str = GenManipEmbodiment.FRANKA_PANDA,
         validate_actions: bool = True,
         max_response_bytes: int = codec.DEFAULT_MAX_BODY_BYTES,
         transport: httpx.BaseTransport | None = None,
@@ -132,7 +132,7 @@ class GenManipClient:
         self.timeouts = timeouts or Timeouts()
         self.fast_path = fast_path
         self._shm = ShmLink(directory=shm_directory, copy=shm_copy) if fast_path and shm else None
-        self.embodiment = Embodiment(embodiment)
+        self.embodiment = GenManipEmbodiment(embodiment)
         self.validate_actions = validate_actions
         self.max_response_bytes = max_response_bytes
         self.clock = clock or SystemClock()

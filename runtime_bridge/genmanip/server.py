@@ -43,7 +43,7 @@ from harness_bt.request_budget import (
     off_loop,
 )
 from runtime_bridge.genmanip import codec
-from runtime_bridge.genmanip.actions import Embodiment, ValidatedAction, validate_action
+from runtime_bridge.genmanip.actions import GenManipEmbodiment, ValidatedAction, validate_action
 from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.genmanip.shm.link import OPEN_ROUTE, RELEASE_ROUTE
 from runtime_bridge.genmanip.shm.writer import CLAIM_HEADER, STATUS_HEADER, ShmConfig, ShmSessions
@@ -143,7 +143,7 @@ def create_app(
     factory: WorkerFactory,
     *,
     token: str | None = None,
-    embodiment: Embodiment | str = Embodiment.FRANKA_PANDA,
+    embodiment: GenManipEmbodiment | str = GenManipEmbodiment.FRANKA_PANDA,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     transport_faults: TransportFaultSource | None = None,
     delay_s: float = 0.5,
@@ -162,7 +162,7 @@ def create_app(
     budget = budget or RequestBudget(max_body_bytes=max_request_bytes)
     max_request_bytes = budget.max_body_bytes
     workers = _Workers(factory)
-    embodiment = Embodiment(embodiment)
+    embodiment = GenManipEmbodiment(embodiment)
     sessions: ShmSessions | None = None
     if shm is not False:
         sessions = ShmSessions(shm if isinstance(shm, ShmConfig) else None)

@@ -27,7 +27,7 @@ from runtime_bridge.host.merge import ActionMerger
 from runtime_bridge.host.record import RuntimeReason, RuntimeRecord
 from runtime_bridge.host.types import EventBatch, HostConfig
 
-__all__ = ["HostCore", "Live", "Plan", "PlanOn"]
+__all__ = ["Bookkeeping", "HostCore", "Live", "PlanOn"]
 
 
 @dataclass(slots=True, eq=False)
@@ -45,7 +45,7 @@ class Live:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class Bookkeeping:
     """A step's bookkeeping done: the time it ran at, the merged action, its events."""
 
     now: float
@@ -54,7 +54,7 @@ class Plan:
 
 
 #: runs a step's bookkeeping (handed the give-way it may answer through) and returns its result
-PlanOn = Callable[[Callable[[GiveWay], Plan]], Plan]
+PlanOn = Callable[[Callable[[GiveWay], Bookkeeping]], Bookkeeping]
 
 
 class HostCore:

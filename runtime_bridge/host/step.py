@@ -25,7 +25,7 @@ from harness_bt.ledger import CommandEvent, EventKind
 from harness_bt.runtime.bridge import RuntimeState
 from harness_bt.runtime.executor import ExecutorStatus, ExecutorStep
 from harness_bt.runtime.observation import Observation
-from runtime_bridge.host.core import HostCore, Live, Plan, PlanOn
+from runtime_bridge.host.core import Bookkeeping, HostCore, Live, PlanOn
 from runtime_bridge.host.giveway import GiveWay
 from runtime_bridge.host.record import RuntimeReason
 from runtime_bridge.host.types import StepResult
@@ -60,7 +60,7 @@ class ControlStep(HostCore):
             plan = self._plan(None) if plan_on is None else plan_on(self._plan)
             return self._advance(plan)
 
-    def _plan(self, give_way: GiveWay | None) -> Plan:
+    def _plan(self, give_way: GiveWay | None) -> Bookkeeping:
         """Protect, step the executors, merge and settle, journal: the step up to the backend."""
         scheduler, batch = self.scheduler, self._batch
         scheduler.begin(self.backend.control_period_s, give_way)
@@ -86,12 +86,12 @@ class ControlStep(HostCore):
                 if give_way is not None:
                     batch.flush_in_chunks(scheduler.share, shared)
                 batch.flush()
-                return Plan(now, merged.action, tuple(batch.collected))
+                return Bookkeeping(now, merged.action, tuple(batch.collected))
         finally:
             scheduler.end()
             batch.collected = None
 
-    def _advance(self, plan: Plan) -> StepResult:
+    def _advance(self, plan: Bookkeeping) -> StepResult:
         """Step the backend with the planned action; take its observation."""
         try:
             obs = self.backend.step(plan.action)

@@ -18,7 +18,7 @@ from harness_bt.geometry import matrix_to_quat, rotation_matrix
 from runtime_bridge.sim.config import CameraSpec
 from runtime_bridge.sim.native import pb
 from runtime_bridge.sim.robot import HAND_LINK
-from runtime_bridge.sim.scene import Scene
+from runtime_bridge.sim.scene import SimWorld
 
 __all__ = ["CameraRig", "intrinsics", "linearise_depth"]
 
@@ -53,7 +53,7 @@ def _look_at(eye: np.ndarray, target: np.ndarray, up: np.ndarray) -> np.ndarray:
 class CameraRig:
     """The cameras of one simulator worker. Occlusions (fault injection) paint over frames."""
 
-    def __init__(self, scene: Scene, specs: tuple[CameraSpec, ...]) -> None:
+    def __init__(self, scene: SimWorld, specs: tuple[CameraSpec, ...]) -> None:
         self.scene = scene
         self.specs = specs
         self._proj = {

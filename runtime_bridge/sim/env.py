@@ -19,17 +19,17 @@ import numpy as np
 
 from runtime_bridge.genmanip.actions import (
     ControlType,
-    Embodiment,
+    GenManipEmbodiment,
     ValidatedAction,
     validate_action,
 )
 from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.sim.cameras import CameraRig
 from runtime_bridge.sim.config import SimConfig
-from runtime_bridge.sim.episodes import EpisodeBook, EpisodeSpec
+from runtime_bridge.sim.episodes import EpisodeBook, QueuedEpisode
 from runtime_bridge.sim.faults import FaultInjector
 from runtime_bridge.sim.frames import FrameDemand
-from runtime_bridge.sim.scene import Scene
+from runtime_bridge.sim.scene import SimWorld
 from runtime_bridge.sim.scenes import Progress, SimScene, load_sim_scenes
 
 __all__ = ["SimEnv"]
@@ -43,7 +43,7 @@ class SimEnv:
     and checked with its parameters.
     """
 
-    embodiment = Embodiment.FRANKA_PANDA
+    embodiment = GenManipEmbodiment.FRANKA_PANDA
 
     def __init__(self, config: SimConfig | None = None, *, worker_id: str = "0",
                  book: EpisodeBook | None = None,
@@ -54,14 +54,14 @@ class SimEnv:
             self.config.scenes, self.config.params)
         self.book = book or EpisodeBook(self.config.scenes, self.config.episodes,
                                         self.config.seed)
-        self.scene = Scene(substeps=self.config.substeps, control_dt=self.config.control_dt,
+        self.scene = SimWorld(substeps=self.config.substeps, control_dt=self.config.control_dt,
                            arm_meshes=self.config.arm_meshes)
         self.cameras = CameraRig(self.scene, self.config.cameras)
         #: frame requests for the next observation (used when ``render="on_demand"``)
         self.frames = FrameDemand(self.config.cameras)
         self._moves = 0  # physics steps and episode starts: a frame is of one world state
         self._unrendered: tuple[int, dict[str, Any], dict[str, Any]] | None = None
-        self.episode: EpisodeSpec | None = None
+        self.episode: QueuedEpisode | None = None
         self.task: SimScene | None = None
         self.timestep = 0
         self.progress = Progress()

@@ -7,11 +7,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EpisodeBook", "EpisodeSpec"]
+__all__ = ["EpisodeBook", "QueuedEpisode"]
 
 
 @dataclass(frozen=True, slots=True)
-class EpisodeSpec:
+class QueuedEpisode:
     """One episode to run: its position in the queue, the scene (``task``, as GenManip names
     it) and the layout seed."""
 
@@ -30,7 +30,7 @@ class EpisodeBook:
 
     def __init__(self, tasks: tuple[str, ...], episodes: int, base_seed: int = 0) -> None:
         self.tasks = tasks
-        self._queue = [EpisodeSpec(i * episodes + k, task, base_seed + k)
+        self._queue = [QueuedEpisode(i * episodes + k, task, base_seed + k)
                        for i, task in enumerate(tasks) for k in range(episodes)]
         self._next = 0
         self._results: list[dict[str, Any]] = []
@@ -41,7 +41,7 @@ class EpisodeBook:
     def total(self) -> int:
         return len(self._queue)
 
-    def next(self) -> EpisodeSpec | None:
+    def next(self) -> QueuedEpisode | None:
         with self._lock:
             if self._next >= len(self._queue):
                 return None
@@ -53,7 +53,7 @@ class EpisodeBook:
         with self._lock:
             self._results.append(dict(result))
 
-    def skip(self, spec: EpisodeSpec, worker_id: str, steps: int) -> None:
+    def skip(self, spec: QueuedEpisode, worker_id: str, steps: int) -> None:
         """An episode abandoned by a ``/reset`` before it ended: no result (as upstream)."""
         with self._lock:
             self._skipped.append({"index": spec.index, "task": spec.task, "seed": spec.seed,

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from runtime_bridge.sim.config import CameraSpec, FaultRates
-from runtime_bridge.sim.scene import Scene
+from runtime_bridge.sim.scene import SimWorld
 
 __all__ = ["FaultInjector", "TransportFaults"]
 
@@ -44,7 +44,7 @@ class FaultInjector:
     _slipping: str | None = None
     _occlusion: tuple[str, tuple[int, int, int, int], int] | None = None
 
-    def before_physics(self, scene: Scene, step: int) -> None:
+    def before_physics(self, scene: SimWorld, step: int) -> None:
         """Decide and apply nudge / slip for this step (called after the action, before physics)."""
         candidates = [self.target] if self.target in scene.objects and \
             scene.movable(self.target) else [n for n in scene.objects if scene.movable(n)]
@@ -99,14 +99,14 @@ class FaultInjector:
             return {spec.name: box}
         return {}
 
-    def end(self, scene: Scene) -> None:
+    def end(self, scene: SimWorld) -> None:
         if self._slip_left and self._slipping in scene.objects:
             scene.set_slippery(self._slipping, False)
         self._slip_left = 0
         self._slipping = None
 
     @staticmethod
-    def _approaching(scene: Scene, name: str) -> bool:
+    def _approaching(scene: SimWorld, name: str) -> bool:
         tcp = scene.arm.tcp_pose()[0]
         obj = scene.position(name)
         dz = tcp[2] - obj[2]
@@ -114,7 +114,7 @@ class FaultInjector:
                     and not any(scene.finger_contacts(name)))
 
     @staticmethod
-    def _carried(scene: Scene, name: str) -> bool:
+    def _carried(scene: SimWorld, name: str) -> bool:
         lifted = scene.position(name)[2] - scene.start[name][2]
         return bool(lifted > 0.01 and scene.held(name))
 

@@ -4,7 +4,7 @@ Units are metres, kilograms, seconds; the table top is the plane z = 0 and the r
 stands on it at the origin, facing +x. Objects are built from a scene document's
 :class:`~harness_bt.scene.model.ObjectSpec`: boxes and cylinders (solid, high friction),
 trays (``pybullet_data``'s ``tray/traybox.urdf`` scaled to the size), bowls (a floor and a ring
-of wall segments), or any ``pybullet_data`` model (``urdf``). :class:`Scene` is also the
+of wall segments), or any ``pybullet_data`` model (``urdf``). :class:`SimWorld` is also the
 :class:`~harness_bt.scene.predicates.SceneState` that success conditions are evaluated on.
 """
 
@@ -26,7 +26,7 @@ from harness_bt.scene.predicates import Cavity
 from runtime_bridge.sim.native import connect_direct, pb
 from runtime_bridge.sim.robot import FINGER_FORCE, FINGER_JOINTS, PandaArm
 
-__all__ = ["CUBE_HALF", "ObjectState", "Scene", "SceneLayout", "extents_of"]
+__all__ = ["CUBE_HALF", "ObjectState", "SceneLayout", "SimWorld", "extents_of"]
 
 CUBE_HALF = 0.02
 DEFAULT_MASS = 0.08
@@ -105,7 +105,7 @@ class SceneLayout:
     poses: dict[str, tuple[float, float, float]]
 
 
-class Scene:
+class SimWorld:
     """One PyBullet DIRECT world with the Panda, a table and the objects of a layout."""
 
     def __init__(self, *, substeps: int = 8, control_dt: float = 1.0 / 30.0,

@@ -19,7 +19,7 @@ from harness_bt.authoring.scenes import load_scene
 from harness_bt.errors import DefinitionError
 from harness_bt.scene import Scene as SceneDoc
 from harness_bt.scene.model import PlacementSpec
-from runtime_bridge.sim.scene import Scene, SceneLayout, extents_of
+from runtime_bridge.sim.scene import SceneLayout, SimWorld, extents_of
 
 __all__ = ["Progress", "SimScene", "load_sim_scenes"]
 
@@ -109,7 +109,7 @@ class SimScene:
         return None
 
     # -- judging -------------------------------------------------------------------------
-    def success(self, world: Scene, progress: Progress) -> float | None:
+    def success(self, world: SimWorld, progress: Progress) -> float | None:
         """1.0 once the condition has held long enough, else 0.0; None: not judged."""
         condition = self.doc.condition
         if condition is None:

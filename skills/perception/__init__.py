@@ -1,7 +1,7 @@
 """Perception (``observe``): find catalogue objects in RGB-D frames and turn them into
 world-model updates with pose, extent, confidence, provenance and relations."""
 
-from skills.perception.catalogue import BUILTIN_OBJECTS, ObjectSpec
+from skills.perception.catalogue import BUILTIN_OBJECTS, KnownObject
 from skills.perception.perceive import ColourPerception, Detection, colour_perception
 from skills.perception.vision import ColourRange, back_project, fit_box
 
@@ -10,7 +10,7 @@ __all__ = [
     "ColourPerception",
     "ColourRange",
     "Detection",
-    "ObjectSpec",
+    "KnownObject",
     "back_project",
     "colour_perception",
     "fit_box",

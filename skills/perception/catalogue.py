@@ -14,11 +14,11 @@ from typing import Any, Literal
 
 from skills.perception.vision import ColourRange
 
-__all__ = ["BUILTIN_OBJECTS", "ObjectSpec", "catalogue_for", "colour_range"]
+__all__ = ["BUILTIN_OBJECTS", "KnownObject", "catalogue_for", "colour_range"]
 
 
 @dataclass(frozen=True, slots=True)
-class ObjectSpec:
+class KnownObject:
     """One known object.
 
     ``kind``: ``movable`` (can be picked: tracked, may be held), ``container`` (a support with
@@ -42,16 +42,16 @@ class ObjectSpec:
 _CUBE = (0.04, 0.04, 0.04)
 
 #: The objects of the built-in simulator (cubes, the LEGO brick, the tray).
-BUILTIN_OBJECTS: tuple[ObjectSpec, ...] = (
-    ObjectSpec("red_cube", ColourRange(340.0, 15.0, 0.6, 1.0, 0.25, 1.0), _CUBE,
+BUILTIN_OBJECTS: tuple[KnownObject, ...] = (
+    KnownObject("red_cube", ColourRange(340.0, 15.0, 0.6, 1.0, 0.25, 1.0), _CUBE,
                label="red cube"),
-    ObjectSpec("green_cube", ColourRange(90.0, 160.0, 0.6, 1.0, 0.2, 1.0), _CUBE,
+    KnownObject("green_cube", ColourRange(90.0, 160.0, 0.6, 1.0, 0.2, 1.0), _CUBE,
                label="green cube"),
-    ObjectSpec("blue_cube", ColourRange(200.0, 260.0, 0.6, 1.0, 0.25, 1.0), _CUBE,
+    KnownObject("blue_cube", ColourRange(200.0, 260.0, 0.6, 1.0, 0.25, 1.0), _CUBE,
                label="blue cube"),
-    ObjectSpec("lego", ColourRange(40.0, 75.0, 0.45, 1.0, 0.4, 1.0), (0.032, 0.032, 0.023),
+    KnownObject("lego", ColourRange(40.0, 75.0, 0.45, 1.0, 0.4, 1.0), (0.032, 0.032, 0.023),
                label="LEGO brick"),
-    ObjectSpec("tray", ColourRange(0.0, 360.0, 0.0, 0.25, 0.0, 0.58), (0.21, 0.21, 0.043),
+    KnownObject("tray", ColourRange(0.0, 360.0, 0.0, 0.25, 0.0, 0.58), (0.21, 0.21, 0.043),
                kind="container", label="tray", max_z=0.06, full_view=0.6, min_pixels=40),
 )
 
@@ -92,17 +92,17 @@ def colour_range(colour: str | list[float] | tuple[float, ...]) -> ColourRange:
                        0.25 * mx, 1.0)
 
 
-def catalogue_for(objects: Mapping[str, Any]) -> tuple[ObjectSpec, ...]:
+def catalogue_for(objects: Mapping[str, Any]) -> tuple[KnownObject, ...]:
     """A perception catalogue for the objects of a scene document (object id -> its
-    :class:`harness_bt.scene.ObjectSpec`): each object's colour, nominal size and kind (trays
+    :class:`harness_bt.scene.KnownObject`): each object's colour, nominal size and kind (trays
     and bowls are containers), never where it is. Objects of one colour are told apart blob by
     blob and tracked (:mod:`skills.perception.instances`)."""
-    out: list[ObjectSpec] = []
+    out: list[KnownObject] = []
     for oid, obj in objects.items():
         size = (obj.size,) * 3 if isinstance(obj.size, float) else tuple(obj.size)
         container = obj.shape in ("tray", "bowl")
         round_ = obj.shape in ("cylinder", "bowl")
-        out.append(ObjectSpec(
+        out.append(KnownObject(
             oid, colour_range(obj.colour), (float(size[0]), float(size[1]), float(size[2])),
             kind="container" if container else "movable",
             label=obj.label or oid.replace("_", " "),

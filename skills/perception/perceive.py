@@ -28,7 +28,7 @@ from harness_bt.errors import DefinitionError
 from harness_bt.runtime.observation import CameraFrame, Observation
 from harness_bt.world import ObjectUpdate, Pose, Relation
 from skills.geometry import TABLE_Z, rotation_matrix, yaw_quat
-from skills.perception.catalogue import BUILTIN_OBJECTS, ObjectSpec, catalogue_for
+from skills.perception.catalogue import BUILTIN_OBJECTS, KnownObject, catalogue_for
 from skills.perception.instances import InstanceTracker, components
 from skills.perception.vision import (
     ColourRange,
@@ -66,7 +66,7 @@ class ColourPerception:
     """A :data:`harness_bt.world.Perception` over coloured objects (stateful across frames of
     one episode: containers keep their last clear estimate; a reset observation forgets)."""
 
-    def __init__(self, catalogue: Sequence[ObjectSpec] = BUILTIN_OBJECTS, *,
+    def __init__(self, catalogue: Sequence[KnownObject] = BUILTIN_OBJECTS, *,
                  min_confidence: float = 0.5, min_depth_m: float = 0.15,
                  max_depth_m: float = 2.5, hand_clearance_m: float = 0.09) -> None:
         ids = [s.object_id for s in catalogue]
@@ -156,7 +156,7 @@ class ColourPerception:
 
     # ------------------------------------------------------------------ internals
 
-    def _detect_one(self, spec: ObjectSpec, camera: str, frame: CameraFrame, depth: np.ndarray,
+    def _detect_one(self, spec: KnownObject, camera: str, frame: CameraFrame, depth: np.ndarray,
                     mask: np.ndarray, tcp: np.ndarray) -> Detection | None:
         rows, cols = np.nonzero(mask)
         if rows.size < spec.min_pixels:
@@ -196,7 +196,7 @@ class ColourPerception:
                          fit.yaw, spec.size, float(confidence), n, float(expected),
                          float(occluded))
 
-    def _relations(self, spec: ObjectSpec, det: Detection, observation: Observation
+    def _relations(self, spec: KnownObject, det: Detection, observation: Observation
                    ) -> dict[Relation, str | None]:
         if spec.kind == "container":
             return {Relation.ON: TABLE, Relation.IN: None, Relation.HELD_BY: None}
@@ -257,7 +257,7 @@ def _occluded_outline(rows: np.ndarray, cols: np.ndarray, depth: np.ndarray,
     return float(nearer.mean())
 
 
-def _between_fingers(det: Detection, spec: ObjectSpec, observation: Observation) -> bool:
+def _between_fingers(det: Detection, spec: KnownObject, observation: Observation) -> bool:
     width = observation.gripper_width
     if width is None:
         return False

@@ -56,7 +56,7 @@ def test_every_registry_finds_the_package_through_its_entry_points() -> None:
     assert "push" in skills and skills.origin("push").package == "harness-push"
     assert "pushed_to" in EvaluatorRegistry(entry_points=True)
     assert "push" in ExecutorRegistry(entry_points=True)
-    assert "push_cube" in scene_registry()
+    assert "push_cube" in scene_registry(entry_points=True)
 
 
 def test_the_task_validates_and_names_the_package_scene(push_package: Path) -> None:

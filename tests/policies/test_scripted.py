@@ -203,7 +203,7 @@ def test_bad_settings_are_refused(settings: dict[str, Any], message: str) -> Non
 # ---------------------------------------------------------------------- the plug-in
 
 def test_pick_is_installed_and_describes_itself_in_its_metadata() -> None:
-    registry = policy_registry()
+    registry = policy_registry(entry_points=True)
     assert registry.get("pick") is PICK
     settings = PolicySettings(misgrasp_rate=0.3, pose_noise_m=0.002, seed=5)
     factory = PICK.build(settings)

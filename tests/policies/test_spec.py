@@ -79,7 +79,7 @@ def test_pick_s_metadata_carries_its_spec_with_depth_and_the_objects_it_knows() 
 
 
 def test_without_a_policy_named_the_default_or_the_only_one_is_served() -> None:
-    assert default_policy(policy_registry()) == DEFAULT_POLICY == "pick"
+    assert default_policy(policy_registry(entry_points=True)) == DEFAULT_POLICY == "pick"
     alone = policy_registry(entry_points=False)
     alone.register("wave", PolicyKind("waves", PICK.build))
     assert default_policy(alone) == "wave"

@@ -12,7 +12,7 @@ def test_skills_exports() -> None:
     assert sorted(skills.__all__) == ["SKILLS", "colour_perception", "evaluator_registry",
                                       "executor_registry", "skill_registry"]
     assert sorted(perception.__all__) == [
-        "BUILTIN_OBJECTS", "ColourPerception", "ColourRange", "Detection", "ObjectSpec",
+        "BUILTIN_OBJECTS", "ColourPerception", "ColourRange", "Detection", "KnownObject",
         "back_project", "colour_perception", "fit_box"]
     assert sorted(executors.__all__) == sorted([
         "CONTROL_PERIOD_S", "EXECUTORS", "ApproachExecutor", "CartesianMove", "Dwell", "Fingers",

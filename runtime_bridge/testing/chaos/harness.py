@@ -47,7 +47,7 @@ def load_workload(spec: str) -> tuple[Task, SkillRegistry | None, Perception]:
     from harness_bt.authoring import load_task
     from harness_bt.world import perception_registry
 
-    registry = perception_registry()
+    registry = perception_registry(entry_points=True)
     names = registry.names()
     if len(names) != 1:
         raise DefinitionError("NO_PERCEPTION", f"{len(names)} perceptions installed "

@@ -16,7 +16,7 @@ from harness_bt.errors import DefinitionError
 from harness_bt.scene import (
     Cavity,
     SceneError,
-    compile_condition,
+    compile_success,
     predicate_registry,
     scene_registry,
 )
@@ -52,7 +52,7 @@ def problems(tmp_path: Path, text: str, **params: Any) -> list[str]:
 
 
 def test_the_library_scenes_load_and_say_whether_they_are_judged() -> None:
-    names = scene_registry().names()
+    names = scene_registry(entry_points=True).names()
     assert {"pick_cube", "pick_and_place", "stack", "place_at", "table"} <= set(names)
     judged = {n: load_scene(n).judged for n in names}
     assert judged["pick_cube"] and judged["stack"] and not judged["table"]
@@ -169,24 +169,25 @@ class _State:
 
 
 def test_conditions_evaluate_groups_counts_and_stacking() -> None:
-    preds = {n: predicate_registry().get(n) for n in predicate_registry().names()}
+    registry = predicate_registry(entry_points=True)
+    preds = {n: registry.get(n) for n in registry.names()}
     state = _State({"a": (0.5, 0.0, 0.026), "b": (0.5, 0.2, 0.02), "c": (0.5, 0.0, 0.066),
                     "bowl": (0.5, 0.0, 0.0)})
     groups = {"reds": ["a", "b"]}
-    cond, errs = compile_condition("count(inside(reds, bowl)) >= 1 and not inside(reds, bowl)",
+    cond, errs = compile_success("count(inside(reds, bowl)) >= 1 and not inside(reds, bowl)",
                                    preds, objects=["a", "b", "c", "bowl"], groups=groups)
     assert not errs and cond is not None
     ok, values = cond.evaluate(state)
     assert ok and values["inside(reds, bowl)[a]"] and not values["inside(reds, bowl)[b]"]
     state.contacts.add(frozenset(("c", "a")))
-    stacked, _ = compile_condition("on(c, a) and released(c) and not on(a, c)", preds,
+    stacked, _ = compile_success("on(c, a) and released(c) and not on(a, c)", preds,
                                    objects=["a", "b", "c", "bowl"])
     assert stacked is not None and stacked.evaluate(state)[0]
     state.positions["c"] = np.array([0.53, 0.0, 0.066])  # its centre past a's edge
     assert not stacked.evaluate(state)[0]
-    _, errs = compile_condition("count(held(a))", preds, objects=["a"])
+    _, errs = compile_success("count(held(a))", preds, objects=["a"])
     assert [e.code for e in errs] == ["COUNT_NEEDS_COMPARISON"]
-    _, errs = compile_condition("held(a) and", preds, objects=["a"])
-    assert [e.code for e in errs] == ["CONDITION_SYNTAX"]
-    _, errs = compile_condition("__import__('os')", preds, objects=["a"])
+    _, errs = compile_success("held(a) and", preds, objects=["a"])
+    assert [e.code for e in errs] == ["INVALID_EXPRESSION"]
+    _, errs = compile_success("__import__('os')", preds, objects=["a"])
     assert [e.code for e in errs] == ["UNKNOWN_PREDICATE"]

@@ -206,7 +206,7 @@ def test_the_endpoint_and_key_come_from_the_environment(
 
 
 def test_the_three_planners_are_entry_points_and_an_unknown_one_is_refused() -> None:
-    registry = planner_registry()
+    registry = planner_registry(entry_points=True)
     assert registry.names() == ["meaning", "openai", "templates"]
     assert "of package 'harness-bt'" in str(registry.origin("templates"))
     with pytest.raises(Exception, match="unknown planner 'gpt'; known: meaning, openai, templates"):

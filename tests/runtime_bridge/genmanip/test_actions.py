@@ -9,7 +9,7 @@ import pytest
 
 from runtime_bridge.genmanip.actions import (
     ControlType,
-    Embodiment,
+    GenManipEmbodiment,
     validate_action,
 )
 from runtime_bridge.genmanip.errors import ActionError
@@ -18,19 +18,19 @@ IDENTITY = [1.0, 0.0, 0.0, 0.0]
 
 
 @pytest.mark.parametrize("embodiment, length, arms, joints, grip", [
-    (Embodiment.FRANKA_PANDA, 9, 1, 7, 2),
-    (Embodiment.FRANKA_ROBOTIQ, 13, 1, 7, 6),
-    (Embodiment.ALOHA, 16, 2, 6, 2),
+    (GenManipEmbodiment.FRANKA_PANDA, 9, 1, 7, 2),
+    (GenManipEmbodiment.FRANKA_ROBOTIQ, 13, 1, 7, 6),
+    (GenManipEmbodiment.ALOHA, 16, 2, 6, 2),
 ])
 def test_joint_position_actions_split_into_arm_deltas_and_gripper(
-        embodiment: Embodiment, length: int, arms: int, joints: int, grip: int) -> None:
+        embodiment: GenManipEmbodiment, length: int, arms: int, joints: int, grip: int) -> None:
     action = validate_action({"control_type": "joint_position",
                               "action": list(np.arange(length, dtype=float))}, embodiment)
     assert action.control_type is ControlType.JOINT_POSITION
     assert len(action.arms) == arms
     assert [a.joint_deltas.shape for a in action.arms] == [(joints,)] * arms
     assert [a.gripper.shape for a in action.arms] == [(grip,)] * arms
-    if embodiment is Embodiment.ALOHA:  # 0:6 and 8:14 joints, 6:8 and 14:16 grippers
+    if embodiment is GenManipEmbodiment.ALOHA:  # 0:6 and 8:14 joints, 6:8 and 14:16 grippers
         assert action.arms[1].joint_deltas.tolist() == list(range(8, 14))
         assert action.arms[1].gripper.tolist() == [14.0, 15.0]
 
@@ -41,7 +41,7 @@ def test_single_arm_ee_pose_is_a_triple_and_dual_arm_a_pair_of_triples() -> None
     assert one.arms[0].translation.tolist() == [0.01, 0, 0]
     two = validate_action({"control_type": "ee_pose", "action": (
         ([0, 0, 0], IDENTITY, [0.05, 0.05]), ([0, 0, 0.01], IDENTITY, [0.0, 0.0]))},
-        Embodiment.ALOHA)
+        GenManipEmbodiment.ALOHA)
     assert [a.translation[2] for a in two.arms] == [0.0, 0.01]
 
 

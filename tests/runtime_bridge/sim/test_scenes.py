@@ -50,7 +50,7 @@ def test_every_shape_is_built_and_predicates_read_the_physics(
     env = make_env(scenes=(str(path),))
     env.reset()
     s = env.scene
-    preds = predicate_registry()
+    preds = predicate_registry(entry_points=True)
     assert set(s.objects) == {"can", "brick", "bowl", "tray"}
     bowl = s.position("bowl")
     s.client.resetBasePositionAndOrientation(s.objects["brick"], [bowl[0], bowl[1], 0.08],
