@@ -11,7 +11,6 @@ than A (the gate a change to a task must pass), else 0.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
@@ -92,13 +91,8 @@ class _Bar:
         self.progress.update(self.task, completed=run.recorded, ok=ok)
 
 
-def _config(tasks: list[Path], episodes: int, seed: int, scene: str | None,
-            set_: list[str] | None, inject: str | None, workers: int, ray: str | None,
-            sim: str | None, out: Path, trace: bool, num_steps: int | None) -> EvalConfig:
-    extra = {"num_steps": num_steps} if num_steps is not None else {}
-    return EvalConfig(tasks=tuple(tasks), out=out, episodes=episodes, seed=seed, scene=scene,
-                      params=parse_set(set_), faults=parse_inject(inject), workers=workers,
-                      ray=ray, sim_url=sim, traces=trace, extra=extra)
+def _steps(num_steps: int | None) -> dict[str, Any]:
+    return {"num_steps": num_steps} if num_steps is not None else {}
 
 
 def _run(config: EvalConfig, show: bool) -> EvalResult:
@@ -162,9 +156,10 @@ def eval_(
         Console(stderr=True).print(plan.decision_text(decision, 0), highlight=False,
                                    soft_wrap=True)
         tasks, set_ = [Path(decision.plan.file)], plan.set_items(decision.plan, set_)
-    config = dataclasses.replace(
-        _config(tasks, episodes, seed, scene, set_, inject, workers, ray, sim, out, trace,
-                num_steps), episode_fn=episode_fn)
+    config = EvalConfig(tasks=tuple(tasks), out=out, episodes=episodes, seed=seed, scene=scene,
+                        params=parse_set(set_), faults=parse_inject(inject), workers=workers,
+                        ray=ray, sim_url=sim, traces=trace, extra=_steps(num_steps),
+                        episode_fn=episode_fn)
     result = _run(config, not as_json)
     replays = write_replays(result.rows, out) if trace else {}
     title = "evaluation: " + ", ".join(dict.fromkeys(s.task for s in result.specs))
@@ -249,9 +244,10 @@ def compare(
     if not 0.0 < alpha < 1.0:
         raise DefinitionError("INVALID_OPTION", f"--alpha {alpha}: between 0 and 1",
                               fix="pass --alpha 0.05")
-    config = dataclasses.replace(
-        _config([task_a, task_b], episodes, seed, scene, set_, inject, workers, ray, None, out,
-                trace, num_steps), episode_fn=episode_fn)
+    config = EvalConfig(tasks=(task_a, task_b), out=out, episodes=episodes, seed=seed,
+                        scene=scene, params=parse_set(set_), faults=parse_inject(inject),
+                        workers=workers, ray=ray, sim_url=None, traces=trace,
+                        extra=_steps(num_steps), episode_fn=episode_fn)
     result = _run(config, not as_json)
     label_a, label_b = task_a.stem, task_b.stem
     digest_a = next(s.digest for s in result.specs if s.task == label_a)

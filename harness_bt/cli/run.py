@@ -50,6 +50,7 @@ from harness_bt.run.loop import RunPhase
 from harness_bt.run.resume import DurableRun, open_durable, start_durable
 from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions, runtime_registry
+from harness_bt.runtime.settings import RuntimeSettings
 from harness_bt.task import Task
 
 if TYPE_CHECKING:
@@ -299,7 +300,8 @@ def _run_file(task_file: Path, params: dict[str, Any], *, request: RunRequest,
                               "trace, and there is none", fix="pass --trace run.jsonl too")
     options = with_scene(RunOptions(
         task=task.name, sim_url=sim, episodes=r.episodes, seed=r.seed,
-        faults=parse_inject(r.inject), cameras=r.camera, extra=extra, runtime_url=runtime,
+        faults=parse_inject(r.inject), cameras=r.camera,
+        runtime_settings=RuntimeSettings.from_mapping(extra), runtime_url=runtime,
         scene=r.scene or task.scene, params=dict(task.params), bridge=bridge,
         perception=r.perception, record_frames=5.0 if r.record_frames else None,
         trace=None if trace is None else str(trace)))
@@ -390,7 +392,8 @@ def resume(
                                           f"{old.suffix or '.jsonl'}")).exists():
                 n += 1
         options = with_scene(RunOptions(
-            task=task.name, runtime_url=url, extra=extra, scene=header.scene,
+            task=task.name, runtime_url=url,
+            runtime_settings=RuntimeSettings.from_mapping(extra), scene=header.scene,
             params=dict(task.params), bridge=header.bridge, perception=header.perception,
             trace=None if trace is None else str(trace)))
         cp = durable.checkpoint

@@ -32,6 +32,7 @@ from harness_bt.plugins import load_reference
 from harness_bt.run.episodes import EpisodeReport, percentile, run_episodes
 from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions, runtime_registry
+from harness_bt.runtime.settings import RuntimeSettings
 
 __all__ = ["DEFAULT_EPISODE_FN", "EpisodeFn", "resolve", "row_from_report", "run_episode",
            "run_server_episodes"]
@@ -107,13 +108,14 @@ class _LastRunner:
 
 def _options(spec: EpisodeSpec, task_scene: str | None, params: Mapping[str, Any],
              task_name: str) -> RunOptions:
-    extra = dict(spec.extra)
+    # an episode's extra holds runtime settings and what test rigs read (never the runtime's)
+    settings = {k: v for k, v in spec.extra.items() if k in RuntimeSettings.names()}
     if spec.worker_id is not None:
-        extra["worker_id"] = spec.worker_id
+        settings["worker_id"] = spec.worker_id
     return with_scene(RunOptions(task=task_name, sim_url=spec.sim_url, episodes=1,
                                  seed=spec.seed, faults=dict(spec.faults),
                                  scene=spec.scene or task_scene, params=dict(params),
-                                 extra=extra))
+                                 runtime_settings=RuntimeSettings.from_mapping(settings)))
 
 
 def run_episode(spec: EpisodeSpec) -> dict[str, Any]:

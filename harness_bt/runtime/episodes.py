@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from harness_bt.clock import Clock
 from harness_bt.plugins import Group, Registry
 from harness_bt.runtime.bridge import RuntimeBridge
+from harness_bt.runtime.settings import RuntimeSettings
 from harness_bt.scene.document import Scene
 
 __all__ = [
@@ -47,8 +48,9 @@ class RunOptions:
     for the built-in simulator (``slip``, ``nudge``, ``occlude``, ``drop``, ``delay``).
     ``cameras``: camera specs for the built-in simulator (None: the runtime's default).
     ``runtime_url``: a runtime server to drive (``harness run --runtime URL``).
-    ``extra``: runtime-specific settings. ``scene_document``: the scene ``scene`` names,
-    read and checked (:func:`harness_bt.authoring.scenes.with_scene` loads it); the run's
+    ``runtime_settings``: runtime-specific settings (:class:`RuntimeSettings`, typed).
+    ``scene_document``: the scene ``scene`` names, read and checked
+    (:func:`harness_bt.authoring.scenes.with_scene` loads it); the run's
     perception takes its catalogue of objects from it.
 
     The harness's side of the run: ``bridge`` (the ``harness_bt.bridges`` entry point that
@@ -65,7 +67,7 @@ class RunOptions:
     seed: int = 0
     faults: Mapping[str, float] = field(default_factory=dict)
     cameras: tuple[str, ...] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    runtime_settings: RuntimeSettings = field(default_factory=RuntimeSettings)
     runtime_url: str | None = None
     scene: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)

@@ -22,7 +22,7 @@ from typing import Any
 from harness_bt.errors import BridgeError
 from harness_bt.runtime.bridge import BridgeNotice
 from harness_bt.runtime.observation import Observation
-from runtime_bridge.genmanip.client import GenManipClient, Timeouts, WorkerResult
+from runtime_bridge.genmanip.client import ClientOptions, GenManipClient, Timeouts, WorkerResult
 
 __all__ = ["GenManipBackend", "make_backend"]
 
@@ -36,8 +36,11 @@ class GenManipBackend:
         self.url = url
         self.worker_id = str(worker_id)
         self.control_period_s = float(dt)
-        self.client = client or GenManipClient(url, [self.worker_id], timeouts=timeouts,
-                                               token=token)
+        self.client = client or GenManipClient(
+            url,
+            [self.worker_id],
+            options=ClientOptions(timeouts=timeouts, token=token),
+        )
         self.kill_on_close = kill_on_close
         self.done = False
         self.metric: dict[str, float] | None = None

@@ -41,7 +41,7 @@ from runtime_bridge.genmanip.shm.link import ShmLink
 from runtime_bridge.genmanip.shm.segment import DEFAULT_DIRECTORY
 from runtime_bridge.genmanip.shm.writer import STATUS_HEADER
 
-__all__ = ["GenManipClient", "StepOutcomeUnknown", "Timeouts", "WorkerResult"]
+__all__ = ["ClientOptions", "GenManipClient", "StepOutcomeUnknown", "Timeouts", "WorkerResult"]
 
 _UNKNOWN_STATUSES = {502, 503, 504}
 
@@ -99,6 +99,26 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True, slots=True)
+class ClientOptions:
+    """How a :class:`GenManipClient` talks to its server: ``timeouts``; ``token`` (sent as a
+    bearer token); ``fast_path`` (harness-bt's binary frames when the server offers them) and,
+    with it, ``shm`` / ``shm_copy`` / ``shm_directory`` (camera frames through shared memory
+    on one machine); ``embodiment`` (the robot the actions are checked against);
+    ``validate_actions`` (refuse a malformed action before sending it);
+    ``max_response_bytes`` (the largest answer read)."""
+
+    timeouts: Timeouts | None = None
+    token: str | None = None
+    fast_path: bool = True
+    shm: bool = True
+    shm_copy: bool = True
+    shm_directory: str = DEFAULT_DIRECTORY
+    embodiment: GenManipEmbodiment | str = GenManipEmbodiment.FRANKA_PANDA
+    validate_actions: bool = True
+    max_response_bytes: int = codec.DEFAULT_MAX_BODY_BYTES
+
+
 class GenManipClient:
     """Drives the workers ``worker_ids`` of the GenManip server at ``url``.
 
@@ -112,33 +132,28 @@ class GenManipClient:
         url: str,
         worker_ids: Iterable[str] = ("0",),
         *,
-        timeouts: Timeouts | None = None,
-        token: str | None = None,
-        fast_path: bool = True,
-        shm: bool = True,
-        shm_copy: bool = True,
-        shm_directory: str = DEFAULT_DIRECTORY,
-        embodiment: GenManipEmbodiment | str = GenManipEmbodiment.FRANKA_PANDA,
-        validate_actions: bool = True,
-        max_response_bytes: int = codec.DEFAULT_MAX_BODY_BYTES,
+        options: ClientOptions | None = None,
         transport: httpx.BaseTransport | None = None,
         clock: Clock | None = None,
     ) -> None:
+        o = options if options is not None else ClientOptions()
+        self.options = o
         self.url = url.rstrip("/")
         self.worker_ids = [str(w) for w in worker_ids]
         if not self.worker_ids or len(set(self.worker_ids)) != len(self.worker_ids):
             raise BridgeError("BAD_WORKER_IDS", f"worker ids {self.worker_ids!r} must be a "
                               "non-empty list without repeats", fix="pass e.g. ['0', '1']")
-        self.timeouts = timeouts or Timeouts()
-        self.fast_path = fast_path
-        self._shm = ShmLink(directory=shm_directory, copy=shm_copy) if fast_path and shm else None
-        self.embodiment = GenManipEmbodiment(embodiment)
-        self.validate_actions = validate_actions
-        self.max_response_bytes = max_response_bytes
+        self.timeouts = o.timeouts or Timeouts()
+        self.fast_path = o.fast_path
+        self._shm = ShmLink(directory=o.shm_directory, copy=o.shm_copy) \
+            if o.fast_path and o.shm else None
+        self.embodiment = GenManipEmbodiment(o.embodiment)
+        self.validate_actions = o.validate_actions
+        self.max_response_bytes = o.max_response_bytes
         self.clock = clock or SystemClock()
         headers = {"user-agent": "harness-bt-genmanip-client"}
-        if token:
-            headers["authorization"] = f"Bearer {token}"
+        if o.token:
+            headers["authorization"] = f"Bearer {o.token}"
         self._http = httpx.Client(base_url=self.url, headers=headers, transport=transport,
                                   timeout=httpx.Timeout(self.timeouts.step,
                                                         connect=self.timeouts.connect))

@@ -40,7 +40,8 @@ def _faults(faults: dict[str, float]) -> Any:
 
 
 def open_runtime(options: RunOptions) -> InProcRuntime:
-    """The runtime ``options`` ask for (see the module docstring). ``options.extra`` may hold
+    """The runtime ``options`` ask for (see the module docstring).
+    ``options.runtime_settings`` may hold
     ``executors`` (``package.module:factory``, instead of the installed executors),
     ``worker_id`` (the GenManip worker to drive, default ``0``),
     ``num_steps`` (per episode, built-in simulator: default the scene's ``max_steps``, else
@@ -51,7 +52,7 @@ def open_runtime(options: RunOptions) -> InProcRuntime:
     :data:`~runtime_bridge.inproc.frames.DEFAULT_MONITOR_HZ`) and ``batch_steps``
     (``on_demand``: most steps one poll runs while nobody looks, default
     :data:`DEFAULT_BATCH_STEPS`; 1: one step per poll)."""
-    extra = dict(options.extra)
+    extra = options.runtime_settings.given()
     executors = load_executors(extra.get("executors"))
     if options.sim_url:
         if options.faults:

@@ -10,9 +10,10 @@ verdict is never inferred (``not_judged``). The domain id is the URL's (``ros2:/
 interface (docs/ros2.md).
 
 The URL may carry settings: ``ros2://7?mapping=robot.yaml&cameras=front,wrist&max_age_s=0.5``
-(:data:`URL_SETTINGS`); ``RunOptions.extra`` may hold the same, and wins.
+(:data:`URL_SETTINGS`); ``RunOptions.runtime_settings`` may hold the same, and wins.
 
-``RunOptions.extra`` may hold ``mapping`` (a mapping file; default: the built-in simulator's),
+``RunOptions.runtime_settings`` may hold ``mapping`` (a mapping file; default: the built-in
+simulator's),
 ``connect_timeout_s``, ``tick_s``, ``max_age_s`` (observations older than this are refused),
 ``cameras`` (camera names to subscribe to; default ``front``, ``left``) and ``record_ros2``
 (a new rosbag2 bag to record the robot's topics in: ``harness run --record-ros2``).
@@ -204,7 +205,7 @@ def open_runtime(options: RunOptions) -> Ros2Runtime:
         raise DefinitionError("UNSUPPORTED_OPTION", f"{', '.join(refused)} configure the built-in "
                               f"simulator; a ROS 2 robot at {url} runs its own scene", where=url,
                               fix="drop them, or start the robot with the settings you want")
-    extra: dict[str, Any] = {**settings, **options.extra}
+    extra: dict[str, Any] = {**settings, **options.runtime_settings.given()}
     if isinstance(extra.get("cameras"), str):
         extra["cameras"] = tuple(c for c in extra["cameras"].split(",") if c)
     try:

@@ -10,7 +10,8 @@ reported only when the runtime can tell it (a ``metric`` in its HELLO answer); o
 None, never inferred.
 
 Opening takes a new control epoch: one more than both the runtime's epoch and
-``RunOptions.extra["min_epoch"]`` (a resumed run passes the epoch of the harness it replaces),
+``RunOptions.runtime_settings.min_epoch`` (a resumed run passes the epoch of the harness it
+replaces),
 announced with a heartbeat before anything else, so commands and cancels of any earlier
 harness are refused from then on (fencing). A runtime that refuses this harness's heartbeat
 (a newer one took over) sets :attr:`ZmqRuntime.stop_reason` to ``aborted_fenced``: the run
@@ -195,7 +196,8 @@ class ZmqRuntime:
 
 
 def open_runtime(options: RunOptions) -> ZmqRuntime:
-    """The runtime server at ``options.runtime_url``. ``options.extra`` may hold ``service``,
+    """The runtime server at ``options.runtime_url``. ``options.runtime_settings`` may hold
+    ``service``,
     ``min_epoch``, ``tick_s``, ``connect_timeout_s`` and ``telemetry`` (the PUB endpoint, when
     not the one the runtime announces)."""
     url = options.runtime_url
@@ -205,13 +207,13 @@ def open_runtime(options: RunOptions) -> ZmqRuntime:
     refused = [name for name, bad in (
         ("--sim", bool(options.sim_url)), ("--inject", bool(options.faults)),
         ("--camera", options.cameras is not None), ("--episodes", options.episodes != 1),
-        ("--num-steps", "num_steps" in options.extra)) if bad]
+        ("--num-steps", options.runtime_settings.num_steps is not None)) if bad]
     if refused:
         raise DefinitionError(
             "UNSUPPORTED_OPTION", f"{', '.join(refused)} configure the built-in simulator or "
             f"episodes; a runtime server at {url} runs its own scene, one run per harness run",
             where=url, fix="drop them, or start the runtime with the settings you want")
-    extra = dict(options.extra)
+    extra = options.runtime_settings.given()
     return ZmqRuntime(url, service=str(extra.get("service", "manip")),
                       min_epoch=int(extra.get("min_epoch", 0)),
                       tick_s=extra.get("tick_s"),

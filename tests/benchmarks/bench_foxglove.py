@@ -29,6 +29,7 @@ from harness_bt.authoring import load_task  # noqa: E402
 from harness_bt.authoring.scenes import with_scene  # noqa: E402
 from harness_bt.run.episodes import percentile, run_episodes  # noqa: E402
 from harness_bt.runtime.episodes import RunOptions  # noqa: E402
+from harness_bt.runtime.settings import RuntimeSettings  # noqa: E402
 from harness_bt.viz.live import FoxgloveLive  # noqa: E402
 from runtime_bridge.inproc import open_runtime  # noqa: E402
 
@@ -72,7 +73,8 @@ print(json.dumps({"counts": counts, "bytes": size}), flush=True)
 def one_run(seed: int, way: str) -> dict[str, Any]:
     task = load_task(TASK)
     options = with_scene(RunOptions(task=task.name, seed=seed, scene=task.scene,
-                                    params=dict(task.params), extra={"num_steps": STEPS}))
+                                    params=dict(task.params),
+                                    runtime_settings=RuntimeSettings(num_steps=STEPS)))
     runtime = open_runtime(options)
     live = client = None
     out: dict[str, Any] = {}

@@ -24,7 +24,7 @@ import httpx
 
 from runtime_bridge.genmanip import codec
 from runtime_bridge.genmanip.actions import ValidatedAction
-from runtime_bridge.genmanip.client import GenManipClient
+from runtime_bridge.genmanip.client import ClientOptions, GenManipClient
 from runtime_bridge.genmanip.server import create_app
 from runtime_bridge.genmanip.serving import ServerThread
 from runtime_bridge.sim.config import SimConfig, parse_camera_spec
@@ -116,7 +116,8 @@ def transport(rounds: int) -> None:
         server = stack.enter_context(ServerThread(create_app(lambda wid: Replay(obs))))
         fns: dict[str, Callable[[], Any]] = {}
         for name, options, media in paths:
-            client = stack.enter_context(GenManipClient(server.url, **options))  # type: ignore[arg-type]
+            client = stack.enter_context(GenManipClient(
+                server.url, options=ClientOptions(**options)))  # type: ignore[arg-type]
             client.create_workers()
             client.reset()
             fns[name] = lambda c=client, n=name, m=media: check(c.step({"0": HOLD}), c, n, m)

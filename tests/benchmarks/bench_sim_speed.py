@@ -37,6 +37,7 @@ from harness_bt.spec import load_task  # noqa: E402
 
 from harness_bt.run.episodes import run_episodes  # noqa: E402
 from harness_bt.runtime.episodes import RunOptions  # noqa: E402
+from harness_bt.runtime.settings import RuntimeSettings  # noqa: E402
 from runtime_bridge.inproc import open_runtime  # noqa: E402
 
 
@@ -60,7 +61,8 @@ def one_episode(task_file: Path, mode: str, seed: int) -> dict[str, Any]:
     """One episode in ``mode``: its figures (wall from the runtime's start to its close)."""
     loaded = load_task(task_file)
     options = RunOptions(task=loaded.name, scene=loaded.scene, params=loaded.params,
-                         episodes=1, seed=seed, extra=_extra(mode))
+                         episodes=1, seed=seed,
+                         runtime_settings=RuntimeSettings.from_mapping(_extra(mode)))
     began = time.perf_counter()
     runtime = open_runtime(options)
     try:

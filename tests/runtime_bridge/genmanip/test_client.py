@@ -13,7 +13,7 @@ import pytest
 from harness_bt.clock import FakeClock
 from harness_bt.errors import BridgeError
 from runtime_bridge.genmanip import codec
-from runtime_bridge.genmanip.client import GenManipClient, StepOutcomeUnknown
+from runtime_bridge.genmanip.client import ClientOptions, GenManipClient, StepOutcomeUnknown
 from runtime_bridge.genmanip.errors import ActionError, HttpError
 
 JOINT = {"control_type": "joint_position", "action": [0.0] * 9}
@@ -78,9 +78,12 @@ class FakeServer:
         return self.answer(request, {"0": entry})
 
 
-def client_for(server: FakeServer, **kw: object) -> GenManipClient:
-    return GenManipClient("http://sim.test", transport=httpx.MockTransport(server),
-                          clock=FakeClock(5.0), **kw)  # type: ignore[arg-type]
+def client_for(server: FakeServer, worker_ids: list[str] | None = None,
+               **options: object) -> GenManipClient:
+    """A client of ``server``; ``options``: fields of :class:`ClientOptions`."""
+    return GenManipClient("http://sim.test", worker_ids or ["0"],
+                          transport=httpx.MockTransport(server), clock=FakeClock(5.0),
+                          options=ClientOptions(**options))  # type: ignore[arg-type]
 
 
 def test_a_full_run_reports_rollover_and_final_metric_as_notices() -> None:

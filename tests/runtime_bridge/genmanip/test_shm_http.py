@@ -18,7 +18,7 @@ import pytest
 from harness_bt.errors import BridgeError
 from runtime_bridge.genmanip import codec
 from runtime_bridge.genmanip.actions import ValidatedAction
-from runtime_bridge.genmanip.client import GenManipClient, StepOutcomeUnknown
+from runtime_bridge.genmanip.client import ClientOptions, GenManipClient, StepOutcomeUnknown
 from runtime_bridge.genmanip.server import create_app
 from runtime_bridge.genmanip.serving import ServerThread
 from runtime_bridge.genmanip.shm import ShmConfig, ShmReader, ShmSessions
@@ -93,7 +93,10 @@ def test_a_client_on_the_same_host_is_answered_through_shared_memory(
 
 def test_views_on_the_segment_are_read_only_observations(
         serve: Callable[..., ServerThread]) -> None:
-    with GenManipClient(serve().url, shm_copy=False) as client:
+    with GenManipClient(
+        serve().url,
+        options=ClientOptions(shm_copy=False),
+    ) as client:
         client.create_workers()
         client.reset()
         obs = client.step({"0": HOLD})["0"].obs
@@ -109,7 +112,7 @@ def test_views_on_the_segment_are_read_only_observations(
 def test_a_client_that_opts_out_opens_no_session(serve: Callable[..., ServerThread],
                                                  shm_config: ShmConfig,
                                                  options: dict[str, bool], media: str) -> None:
-    with GenManipClient(serve().url, **options) as client:  # type: ignore[arg-type]
+    with GenManipClient(serve().url, options=ClientOptions(**options)) as client:
         assert run(client, 2) == [0, 1, 2]
         assert client.last_media_type == media
         assert client.shm_status == "off: not asked for"
@@ -128,7 +131,10 @@ def test_a_server_without_shared_memory_answers_in_frames(
 def test_a_client_that_cannot_map_the_segment_falls_back_to_frames(
         serve: Callable[..., ServerThread], tmp_path: Any) -> None:
     # another /dev/shm: as on another host or in another container
-    with GenManipClient(serve().url, shm_directory=str(tmp_path)) as client:
+    with GenManipClient(
+        serve().url,
+        options=ClientOptions(shm_directory=str(tmp_path)),
+    ) as client:
         assert run(client, 2) == [0, 1, 2]
         assert client.last_media_type == codec.FRAMES_MEDIA_TYPE
         assert "cannot be mapped here" in client.shm_status and "No such file" in client.shm_status

@@ -18,7 +18,12 @@ import numpy as np
 import pytest
 
 from runtime_bridge.genmanip import codec
-from runtime_bridge.genmanip.client import GenManipClient, StepOutcomeUnknown, Timeouts
+from runtime_bridge.genmanip.client import (
+    ClientOptions,
+    GenManipClient,
+    StepOutcomeUnknown,
+    Timeouts,
+)
 from runtime_bridge.sim.config import FaultRates
 from runtime_bridge.sim.robot import HOME
 
@@ -196,7 +201,10 @@ def test_our_client_drives_the_simulator_and_settles_a_dropped_answer(
         sim_server: Callable[..., str]) -> None:
     url = sim_server(episodes=1, num_steps=100, cameras=(),
                      faults=FaultRates(drop=0.5, drop_hold_s=10.0))
-    with GenManipClient(url, timeouts=Timeouts(step=0.4)) as client:
+    with GenManipClient(
+        url,
+        options=ClientOptions(timeouts=Timeouts(step=0.4)),
+    ) as client:
         client.create_workers()
         client.reset()
         unknown, result = 0, None

@@ -1,0 +1,97 @@
+"""What a run asks of its runtime beyond the common options: :class:`RuntimeSettings`, one
+typed field per setting any built-in runtime reads (None: that runtime's default), checked
+when built. A runtime reads the fields it knows and ignores the others."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness_bt.errors import DefinitionError
+from harness_bt.plugins import did_you_mean
+
+__all__ = ["RuntimeSettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeSettings:
+    """Runtime-specific settings of one run.
+
+    The in-process simulator: ``executors`` (``package.module:factory`` instead of the
+    installed executors), ``worker_id``, ``num_steps`` (steps per episode),
+    ``success_hold_steps``, ``render`` (the render mode), ``frame_hz`` (frames a watcher
+    gets while commands run), ``batch_steps`` (steps one poll may run while nobody looks).
+    A ZeroMQ runtime server: ``service``, ``min_epoch`` (the control epoch a resumed run
+    must exceed), ``tick_s``, ``connect_timeout_s``, ``telemetry`` (a PUB endpoint to
+    subscribe to instead of the announced one). A ROS 2 robot: ``mapping`` (the skill
+    mapping file), ``max_age_s`` (oldest observation accepted), ``cameras``,
+    ``record_ros2`` (a rosbag2 file to record into), ``tick_s``, ``connect_timeout_s``."""
+
+    executors: str | None = None
+    worker_id: str | None = None
+    num_steps: int | None = None
+    success_hold_steps: int | None = None
+    render: str | None = None
+    frame_hz: float | None = None
+    batch_steps: int | None = None
+    service: str | None = None
+    min_epoch: int | None = None
+    tick_s: float | None = None
+    connect_timeout_s: float | None = None
+    telemetry: str | None = None
+    mapping: str | None = None
+    max_age_s: float | None = None
+    cameras: tuple[str, ...] | None = None
+    record_ros2: str | None = None
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            kind = f.type if isinstance(f.type, str) else str(f.type)
+            if kind.startswith("int") and (isinstance(value, bool) or not isinstance(value, int)
+                                           or value < 0):
+                raise DefinitionError("INVALID_RUNTIME_SETTING", f"runtime setting "
+                                      f"{f.name}={value!r} must be a whole number >= 0",
+                                      fix=f"give {f.name} as e.g. 600")
+            if kind.startswith("float") and (isinstance(value, bool)
+                                             or not isinstance(value, int | float)
+                                             or not math.isfinite(value) or value < 0):
+                raise DefinitionError("INVALID_RUNTIME_SETTING", f"runtime setting "
+                                      f"{f.name}={value!r} must be a finite number >= 0",
+                                      fix=f"give {f.name} in seconds or hertz, e.g. 2.0")
+            if kind.startswith("str") and not isinstance(value, str):
+                raise DefinitionError("INVALID_RUNTIME_SETTING", f"runtime setting "
+                                      f"{f.name}={value!r} must be text",
+                                      fix=f"give {f.name} as a string")
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], *, where: str = "runtime settings"
+                     ) -> RuntimeSettings:
+        """Settings from ``{name: value}`` (a command line's or a file's); an unknown name
+        is refused with the known ones."""
+        known = cls.names()
+        for name in values:
+            if name not in known:
+                raise DefinitionError(
+                    "UNKNOWN_RUNTIME_SETTING", f"{where}: no runtime setting {name!r}; known: "
+                    f"{', '.join(known)}{did_you_mean(str(name), known)}",
+                    fix="fix the name, or drop it")
+        given = dict(values)
+        if isinstance(given.get("cameras"), str):
+            given["cameras"] = tuple(c for c in given["cameras"].split(",") if c)
+        elif given.get("cameras") is not None:
+            given["cameras"] = tuple(str(c) for c in given["cameras"])
+        return cls(**given)
+
+    def given(self) -> dict[str, Any]:
+        """The settings given (not None), by name."""
+        return {n: getattr(self, n) for n in self.names() if getattr(self, n) is not None}
