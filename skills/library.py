@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from harness_bt import Final, Phase, Task, TaskBudget, on
 from harness_bt.authoring.compile import compile_guard
 from harness_bt.nodes import DerivePose, act_and_evaluate
-from skills.trees import (
+from skills.phase_trees import (
     Behaviour,
     approach_tree,
     carry_to_goal_tree,

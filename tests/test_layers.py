@@ -212,7 +212,7 @@ def test_the_unit_checks_see_an_upward_import_and_a_cycle(monkeypatch: pytest.Mo
     (else the checks above prove nothing)."""
     real = graph()
     fake = {**real, "harness_bt.task.task": real["harness_bt.task.task"] | {
-        "harness_bt.authoring.trees"}}
+        "harness_bt.authoring.build"}}
     monkeypatch.setattr(sys.modules[__name__], "graph", lambda: fake)
     with pytest.raises(AssertionError, match=r"task \(behaviour\).*authoring \(authoring\)"):
         test_units_import_only_from_their_own_layer_or_below()

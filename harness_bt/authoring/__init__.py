@@ -5,7 +5,7 @@ XML, Python files; :mod:`~harness_bt.authoring.builder` and
 (:mod:`~harness_bt.expr`), one validation pass
 (:mod:`~harness_bt.authoring.validate`: every problem at once, each with ``file:line:column``) and
 the compilation to a :class:`~harness_bt.Task` (:mod:`~harness_bt.authoring.compile`,
-:mod:`~harness_bt.authoring.trees`). Every format goes through one neutral model,
+:mod:`~harness_bt.authoring.build`). Every format goes through one neutral model,
 :class:`TaskSpec`; every document is checked as a whole before anything is built.
 
 >>> from harness_bt.authoring import load_task              # doctest: +SKIP
@@ -22,8 +22,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from harness_bt.authoring.build import build_tree, check_tree
     from harness_bt.authoring.compile import compile_guard, compile_task, to_neutral
-    from harness_bt.authoring.dump import dump_yaml, spec_to_data
     from harness_bt.authoring.library import Library
     from harness_bt.authoring.loader import (
         TASK_SUFFIXES,
@@ -56,14 +56,14 @@ if TYPE_CHECKING:
     from harness_bt.authoring.readers.yaml import read_yaml
     from harness_bt.authoring.registries import Registries
     from harness_bt.authoring.schema import render_schema, task_schema
-    from harness_bt.authoring.trees import build_tree, check_tree
     from harness_bt.authoring.validate.check import Checked, check_document
+    from harness_bt.authoring.writers.yaml import dump_yaml, spec_to_data
     from harness_bt.problems import Problem, Report, Severity, SpecError
     from harness_bt.source import Document, Mark
 
 _EXPORTS = {
     "harness_bt.authoring.compile": ("compile_guard", "compile_task", "to_neutral"),
-    "harness_bt.authoring.dump": ("dump_yaml", "spec_to_data"),
+    "harness_bt.authoring.writers.yaml": ("dump_yaml", "spec_to_data"),
     "harness_bt.authoring.library": ("Library",),
     "harness_bt.authoring.loader": ("TASK_SUFFIXES", "build_task", "check_file", "check_spec",
                                "export_btcpp", "import_btcpp", "load_spec", "load_task",
@@ -79,7 +79,7 @@ _EXPORTS = {
     "harness_bt.authoring.registries": ("Registries",),
     "harness_bt.authoring.schema": ("render_schema", "task_schema"),
     "harness_bt.source": ("Document", "Mark"),
-    "harness_bt.authoring.trees": ("build_tree", "check_tree"),
+    "harness_bt.authoring.build": ("build_tree", "check_tree"),
     "harness_bt.authoring.validate.check": ("Checked", "check_document"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

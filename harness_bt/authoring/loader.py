@@ -15,17 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from harness_bt.authoring.compile import compile_task, to_neutral
-from harness_bt.authoring.dump import spec_to_data
 from harness_bt.authoring.library import Library
 from harness_bt.authoring.locate import find_include
 from harness_bt.authoring.model import TaskSpec
 from harness_bt.authoring.readers import read_document
 from harness_bt.authoring.readers.btcpp import read_btcpp, task_document
 from harness_bt.authoring.readers.btcpp.bindings import read_palette
-from harness_bt.authoring.readers.btcpp.write import export_xml
 from harness_bt.authoring.readers.python import load_python, spec_from_task
 from harness_bt.authoring.registries import GuardFn, Registries
 from harness_bt.authoring.validate.check import Checked, check_document
+from harness_bt.authoring.writers.btcpp import export_xml
+from harness_bt.authoring.writers.yaml import spec_to_data
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes.base import NodeType
 from harness_bt.plugins import Registry, did_you_mean
@@ -263,7 +263,7 @@ def export_btcpp(path: PathLike, *, out_dir: PathLike | None = None,
                  nodes: NodeTypes | None = None, skills: SkillRegistry | None = None,
                  guards: Mapping[str, GuardFn] | None = None) -> str:
     """A task file as BehaviorTree.CPP v4 XML for Groot2 (``harness export-xml``, see
-    :mod:`~harness_bt.authoring.readers.btcpp.write`), once the whole file passed its checks;
+    :mod:`~harness_bt.authoring.writers.btcpp`), once the whole file passed its checks;
     ``out_dir``: where the XML goes, so its includes stay relative to it."""
     checked = _passed(check_file(path, nodes=nodes, skills=skills, guards=guards))
     assert checked.spec is not None

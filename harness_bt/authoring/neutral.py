@@ -2,7 +2,7 @@
 file maps onto, after :mod:`~harness_bt.authoring.compile`), and :func:`new_task` builds a task from
 Python phase objects whose trees may be node-spec dicts. Either way a dict tree becomes a
 :class:`DictTree`, a recipe the core :class:`~harness_bt.task.Task` builds per run; it is held
-to the same tree rules as a document's trees (:mod:`harness_bt.authoring.trees`)."""
+to the same tree rules as a document's trees (:mod:`harness_bt.authoring.build`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import py_trees
 
-from harness_bt.authoring.trees import build_tree
+from harness_bt.authoring.build import build_tree
 from harness_bt.budget import TaskBudget
 from harness_bt.context import GuardContext
 from harness_bt.errors import DefinitionError
@@ -34,7 +34,7 @@ __all__ = ["DictTree", "new_task", "task_from_dict"]
 
 class DictTree:
     """A node-spec dict as a tree recipe: checked and built per run by
-    :func:`~harness_bt.authoring.trees.build_tree`, every problem reported at once. ``spec``
+    :func:`~harness_bt.authoring.build.build_tree`, every problem reported at once. ``spec``
     is the dict as written (a Python task reads back into its document form from it)."""
 
     __slots__ = ("spec", "where")

@@ -186,11 +186,11 @@ def import_xml(
 ) -> None:
     """Import a BehaviorTree.CPP v4 XML file as a task file (checked before it is written):
     the task harness export-xml wrote, or one that runs one of its trees."""
-    from harness_bt.authoring.dump import dump_yaml
     from harness_bt.authoring.loader import import_btcpp
     from harness_bt.authoring.readers.btcpp import DEFAULT_BUDGET, read_btcpp
     from harness_bt.authoring.readers.btcpp.bindings import read_palette
     from harness_bt.authoring.registries import Registries
+    from harness_bt.authoring.writers.yaml import dump_yaml
 
     registry = resolve_skills(skills)
     budget = {k: v for k, v in (("max_retries", max_retries), ("max_time_s", max_time_s))

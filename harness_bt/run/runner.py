@@ -41,13 +41,13 @@ from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.events import TraceKind
 from harness_bt.ledger import CommandRecord, CommandState, HistoryEntry, Ledger
 from harness_bt.run import checkpoint, loop
+from harness_bt.run.bound_trees import RunTrees
 from harness_bt.run.checkpoint import Checkpointer, RunProgress
 from harness_bt.run.journal import RunCheckpoint
 from harness_bt.run.loop import RunPhase, tick_until_finished
 from harness_bt.run.reconcile import Reconciler
 from harness_bt.run.result import TaskResult, result_of
 from harness_bt.run.settings import RunnerSettings, RunParts
-from harness_bt.run.trees import RunTrees
 from harness_bt.runtime.bridge import RuntimeBridge
 from harness_bt.skill import SkillRegistry
 from harness_bt.task import Task

@@ -1,5 +1,5 @@
 """The task library is written once in YAML (``trees/*.yaml``); the Python builders
-(``skills/library.py`` and the trees of ``skills/trees.py``) are held to it, so they cannot
+(``skills/library.py`` and the trees of ``skills/phase_trees.py``) are held to it, so they cannot
 drift: every builder is used by a ``trees/<name>.py`` beside its ``trees/<name>.yaml``, and each
 such pair builds the same task for its defaults and for every other object of its scene in
 each object parameter (and a moved vector), or refuses the same binding with the same code."""

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from harness_bt.authoring import import_btcpp, load_spec
-from harness_bt.authoring.dump import dump_yaml
 from harness_bt.authoring.loader import export_btcpp
 from harness_bt.authoring.model import TaskSpec
+from harness_bt.authoring.writers.yaml import dump_yaml
 
 from .peer import CORPUS, HERE, Run, build_loader, run
 

@@ -238,7 +238,7 @@ def _unique(base: str, taken: set[str]) -> str:
 
 def export_xml(data: dict[str, Any], registries: Registries, *,
                included: dict[str, Any] | None = None) -> str:
-    """The XML of a task document's data (:func:`harness_bt.authoring.dump.spec_to_data`);
+    """The XML of a task document's data (:func:`harness_bt.authoring.writers.yaml.spec_to_data`);
     ``included``: the subtrees of the files it includes (name -> tree), written too so
     Groot2 shows every tree (the import takes them from the included files)."""
     writer = _Writer(registries)
