@@ -20,6 +20,7 @@ import copy
 import dataclasses
 import os
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import py_trees
@@ -63,19 +64,20 @@ _CANCELABLE = (CommandState.ACCEPTED, CommandState.RUNNING, CommandState.EVALUAT
 
 
 class _ChartHooks:
-    """The chart's listener: python-statemachine calls these by convention."""
+    """The chart's listener (called by convention), handed the callbacks it forwards to."""
 
-    def __init__(self, runner: TaskRunner) -> None:
-        self._runner = runner
+    def __init__(self, enter: Callable[[str], None], exit: Callable[[str], None],
+                 transitioned: Callable[[str, Any, Any], None]) -> None:
+        self._enter, self._exit, self._transitioned = enter, exit, transitioned
 
     def on_enter_state(self, state: Any, **_: Any) -> None:
-        self._runner._enter(state.id)
+        self._enter(state.id)
 
     def on_exit_state(self, state: Any, **_: Any) -> None:
-        self._runner._exit(state.id)
+        self._exit(state.id)
 
     def after_transition(self, event: Any, source: Any, target: Any, **_: Any) -> None:
-        self._runner._transitioned(str(event), source, target)
+        self._transitioned(str(event), source, target)
 
 
 class TaskRunner:
@@ -159,6 +161,7 @@ class TaskRunner:
         self.reconciler = Reconciler(ctx, interval_s=settings.reconcile_interval_s)
         resume = parts.resume
         self.resumed_from = resume
+        self._hooks = _ChartHooks(self._enter, self._exit, self._transitioned)
         self.checkpoints = Checkpointer(parts.journal,
                                         progress_interval_s=settings.progress_interval_s)
         if resume is not None:
@@ -288,7 +291,7 @@ class TaskRunner:
                      open={cid: self.ledger.get(cid).state.value for cid in adopted})
         self.phase = RunPhase.RUNNING
         if resume is None:
-            self.chart = self.task.chart_class(listeners=[_ChartHooks(self)])
+            self.chart = self.task.chart_class(listeners=[self._hooks])
         else:
             self._reenter(resume)
         ctx.emit(TraceKind.CHART, event="__initial__" if resume is None else "__resumed__",
@@ -300,7 +303,7 @@ class TaskRunner:
         """Rebuild the chart in the checkpoint's configuration (no entry actions run), then
         re-enter every active state: atomic phases get their trees reset and the activation
         number they had, so their leaves re-derive the same command ids."""
-        self.chart = checkpoint.chart_in(self.task, cp, listeners=[_ChartHooks(self)])
+        self.chart = checkpoint.chart_in(self.task, cp, listeners=[self._hooks])
         for sid in self._state_order:
             if sid in cp.configuration:
                 if sid in self.scopes:

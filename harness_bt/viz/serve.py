@@ -10,13 +10,10 @@ until interrupted (the command).
 
 from __future__ import annotations
 
-import errno
-import signal
-import socket
 import threading
 from pathlib import Path
 
-from harness_bt.errors import DefinitionError
+from harness_bt import listen
 from harness_bt.recording import FrameStore
 from harness_bt.trace import TraceReader
 from harness_bt.viz.html import page
@@ -60,28 +57,10 @@ class ReplayServer:
 
         self.app = Starlette(routes=[Route("/", index), Route("/view.json", view),
                                      Route("/frames/{member:path}", image)])
-        self.socket = self._bind(host, port)
+        self.socket = listen.bind(host, port, option="--serve")
         self.host, self.port = self.socket.getsockname()[:2]
         self._server: object | None = None
         self._thread: threading.Thread | None = None
-
-    @staticmethod
-    def _bind(host: str, port: int) -> socket.socket:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            sock.bind((host, port))
-            sock.listen(64)
-        except OSError as exc:
-            sock.close()
-            if exc.errno == errno.EADDRINUSE:
-                raise DefinitionError("PORT_IN_USE", f"--serve {port}: port {port} on {host} "
-                                      "is in use by another program",
-                                      fix="pick another port, or 0 for any free one") from None
-            raise DefinitionError("CANNOT_SERVE", f"--serve {port}: cannot listen on "
-                                  f"{host}:{port} ({exc.strerror})",
-                                  fix="pick another port or --host") from None
-        return sock
 
     @property
     def url(self) -> str:
@@ -96,16 +75,9 @@ class ReplayServer:
         return uvicorn.Server(config)
 
     def serve(self) -> None:
-        """Serve until interrupted (Ctrl-C), then close the socket."""
-        server = self._make()
-        try:
-            server.run(sockets=[self.socket])  # type: ignore[attr-defined]
-        finally:
-            self.socket.close()
-        # uvicorn shuts down on Ctrl-C and raises the signal again once it has, but that second
-        # SIGINT can land in asyncio's own handler and vanish: end as an interrupt either way
-        if signal.SIGINT in getattr(server, "_captured_signals", ()):
-            raise KeyboardInterrupt
+        """Serve until interrupted (Ctrl-C: :class:`KeyboardInterrupt`), then close the
+        socket (:func:`harness_bt.listen.serve`, the helper every server shares)."""
+        listen.serve(self.app, self.socket, lifespan="off")
 
     def start(self) -> None:
         """Serve from a thread; :meth:`stop` ends it."""

@@ -163,7 +163,8 @@ def test_a_port_in_use_is_refused_clearly(framed: Path,
         out = capsys.readouterr()
         err = " ".join(out.err.split())
         assert f"PORT_IN_USE: --serve {port}: port {port} on 127.0.0.1 is in use" in err
-        assert "pick another port, or 0 for any free one" in err and "serving" not in out.out
+        assert "pick another port with --serve, or 0 for any free one" in err \
+            and "serving" not in out.out
     finally:
         taken.close()
 
