@@ -238,14 +238,13 @@ class RunControl:
         self.held_at = None
         runner.stop(*STOPPED)
         self._trace(runner, "stopped", self._stop, stage="halted",
-                    open=[r.command_id for r in runner.ledger.active()
-                          if r.command_id in runner.context.command_phase])
+                    open=runner.open_commands())
 
     def _trace(self, runner: TaskRunner, op: str, r: Request | None = None, **data: Any) -> None:
         who = dict(r.who) if r is not None else {"client": "run"}
         when = r.received_wall if r is not None else None
-        runner.context.emit(TraceKind.CONTROL, op=op, who=who, received_wall=when,
-                            ticks=runner.ticks, **data)
+        runner.note(TraceKind.CONTROL, op=op, who=who, received_wall=when, ticks=runner.ticks,
+                    **data)
 
     def _publish(self, runner: TaskRunner) -> None:
         with self._lock:

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Any, Protocol
 
-__all__ = ["RunPhase", "StopRule", "Tickable", "max_ticks", "tick_until_finished"]
+__all__ = ["ChartListener", "RunPhase", "StopRule", "Tickable", "max_ticks", "tick_until_finished",
+           "timeout"]
 
 
 class RunPhase(StrEnum):
@@ -53,6 +54,35 @@ def max_ticks(limit: int | None) -> StopRule:
         return ("max_ticks", "max_ticks") if limit is not None and runner.ticks >= limit \
             else None
     return rule
+
+
+def timeout(clock: Any, limit_s: float | None) -> StopRule:
+    """Stop with ``timeout`` once ``limit_s`` seconds of ``clock`` have passed since now
+    (None: never)."""
+    start = clock.monotonic()
+
+    def rule(runner: Tickable) -> tuple[str, str] | None:
+        late = limit_s is not None and clock.monotonic() - start >= limit_s
+        return ("timeout", "timeout") if late else None
+    return rule
+
+
+class ChartListener:
+    """A chart's listener (python-statemachine calls these by convention), handed the
+    callbacks it forwards to: a state entered, a state exited, a transition taken."""
+
+    def __init__(self, enter: Callable[[str], None], exit: Callable[[str], None],
+                 transitioned: Callable[[str, Any, Any], None]) -> None:
+        self._enter, self._exit, self._transitioned = enter, exit, transitioned
+
+    def on_enter_state(self, state: Any, **_: Any) -> None:
+        self._enter(state.id)
+
+    def on_exit_state(self, state: Any, **_: Any) -> None:
+        self._exit(state.id)
+
+    def after_transition(self, event: Any, source: Any, target: Any, **_: Any) -> None:
+        self._transitioned(str(event), source, target)
 
 
 def tick_until_finished(runner: Tickable, *, sleep: Callable[[], None],

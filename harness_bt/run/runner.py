@@ -20,7 +20,6 @@ import copy
 import dataclasses
 import os
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import py_trees
@@ -45,7 +44,7 @@ from harness_bt.run import checkpoint, loop
 from harness_bt.run.bound_trees import RunTrees
 from harness_bt.run.checkpoint import Checkpointer, RunProgress
 from harness_bt.run.journal import RunCheckpoint
-from harness_bt.run.loop import RunPhase, tick_until_finished
+from harness_bt.run.loop import ChartListener, RunPhase, tick_until_finished
 from harness_bt.run.reconcile import Reconciler
 from harness_bt.run.result import TaskResult, result_of
 from harness_bt.run.settings import RunnerSettings, RunParts
@@ -61,23 +60,6 @@ _OPEN = (CommandState.ACCEPTED, CommandState.RUNNING, CommandState.CANCELING,
          CommandState.EVALUATING, CommandState.RECONCILING)
 #: what a phase exit or the end of the run cancels
 _CANCELABLE = (CommandState.ACCEPTED, CommandState.RUNNING, CommandState.EVALUATING)
-
-
-class _ChartHooks:
-    """The chart's listener (called by convention), handed the callbacks it forwards to."""
-
-    def __init__(self, enter: Callable[[str], None], exit: Callable[[str], None],
-                 transitioned: Callable[[str, Any, Any], None]) -> None:
-        self._enter, self._exit, self._transitioned = enter, exit, transitioned
-
-    def on_enter_state(self, state: Any, **_: Any) -> None:
-        self._enter(state.id)
-
-    def on_exit_state(self, state: Any, **_: Any) -> None:
-        self._exit(state.id)
-
-    def after_transition(self, event: Any, source: Any, target: Any, **_: Any) -> None:
-        self._transitioned(str(event), source, target)
 
 
 class TaskRunner:
@@ -161,7 +143,7 @@ class TaskRunner:
         self.reconciler = Reconciler(ctx, interval_s=settings.reconcile_interval_s)
         resume = parts.resume
         self.resumed_from = resume
-        self._hooks = _ChartHooks(self._enter, self._exit, self._transitioned)
+        self._hooks = ChartListener(self._enter, self._exit, self._transitioned)
         self.checkpoints = Checkpointer(parts.journal,
                                         progress_interval_s=settings.progress_interval_s)
         if resume is not None:
@@ -216,14 +198,9 @@ class TaskRunner:
         """Tick until the run is finished (sleeping ``tick_period_s`` on the injected clock
         between ticks). ``max_ticks`` / ``timeout_s`` stop a run that has not ended by then
         (outcome ``max_ticks`` / ``timeout``); the drain after that is bounded separately."""
-        start = self.clock.monotonic()
-
-        def timeout(runner: TaskRunner) -> tuple[str, str] | None:
-            late = timeout_s is not None and self.clock.monotonic() - start >= timeout_s
-            return ("timeout", "timeout") if late else None
-
         return tick_until_finished(self, sleep=lambda: self.clock.sleep(self.tick_period_s),
-                                   stops=(loop.max_ticks(max_ticks), timeout))
+                                   stops=(loop.max_ticks(max_ticks),
+                                          loop.timeout(self.clock, timeout_s)))
 
     def tick(self) -> None:
         """One tick (see the module docstring)."""
@@ -474,6 +451,15 @@ class TaskRunner:
         self._drain_deadline = ctx.now + self.drain_timeout_s
         ctx.emit(TraceKind.DRAINING, outcome=outcome, reason=reason,
                  open=[r.command_id for r in self._open()])
+
+    def open_commands(self) -> list[str]:
+        """The ids of this run's commands still open in the ledger."""
+        return [r.command_id for r in self.ledger.active()
+                if r.command_id in self.context.command_phase]
+
+    def note(self, kind: TraceKind, **data: Any) -> None:
+        """An event of the run's own in its trace (the console's controls, a planner's)."""
+        self.context.emit(kind, **data)
 
     def _open(self) -> list[CommandRecord]:
         ids = self.context.command_phase

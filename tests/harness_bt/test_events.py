@@ -34,12 +34,13 @@ from harness_bt.viz.frames import fold, summarize
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("harness_bt", "skills", "runtime_bridge", "policies")
 #: Functions that hand a kind on to the trace (their ``emit`` call names no kind itself).
-FORWARDERS = {("harness_bt/context.py", "emit")}
+FORWARDERS = {("harness_bt/context.py", "emit"), ("harness_bt/run/runner.py", "note")}
 ENVELOPE = {f.name for f in dataclasses.fields(Event)}
 
 
 def emitted_kinds(source: str, path: str) -> tuple[set[str], list[str]]:
-    """The ``TraceKind`` members named at the ``.emit(`` call sites of ``source``, and the
+    """The ``TraceKind`` members named at the ``.emit(`` (and ``TaskRunner.note(``) call
+    sites of ``source``, and the
     call sites that name a kind any other way (``path:line: what``)."""
     kinds: set[str] = set()
     bad: list[str] = []
@@ -47,7 +48,7 @@ def emitted_kinds(source: str, path: str) -> tuple[set[str], list[str]]:
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "emit"):
+                and node.func.attr in ("emit", "note")):
             continue
         first = node.args[0] if node.args else None
         if isinstance(first, ast.Attribute) and isinstance(first.value, ast.Name) \
