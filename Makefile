@@ -8,6 +8,8 @@ STAMP := $(VENV)/.installed
 OPENPI_VENV := .venv-openpi
 OPENPI_STAMP := $(OPENPI_VENV)/.installed
 PYTEST_ARGS ?=
+# the suite runs on every core there is, a test file to a worker (pytest-xdist)
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: setup demo test lint typecheck bench clean system-deps
 
@@ -57,7 +59,7 @@ demo: setup
 	$(BIN)/harness run trees/pick_and_place.yaml
 
 test: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile $(PYTEST_ARGS)
 
 lint: setup
 	$(BIN)/ruff check harness_bt skills runtime_bridge policies tests examples

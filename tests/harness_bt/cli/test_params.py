@@ -78,9 +78,16 @@ def test_run_hands_the_values_and_the_tasks_scene_to_the_runtime(
         "params_pick", "pick_cube", {"target": "green_cube", "height": 0.1})
 
 
+def test_a_scene_that_is_not_there_is_refused_before_a_runtime_starts(
+        started: list[RunOptions], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(PICK), "--scene", "scenes/nowhere.yaml", "--json"]) == 1
+    assert started == []
+    assert "SCENE_NOT_FOUND: no scene file at 'scenes/nowhere.yaml'" in err(capsys)
+
+
 def test_run_scene_overrides_the_tasks_scene(started: list[RunOptions]) -> None:
-    main(["run", str(PICK), "--scene", "scenes/two_cubes.yaml", "--json"])
-    assert started[0].scene == "scenes/two_cubes.yaml"
+    main(["run", str(PICK), "--scene", "pick_and_place", "--json"])
+    assert started[0].scene == "pick_and_place"
     assert dict(started[0].params) == {"target": "red_cube", "height": 0.12}  # the defaults
 
 

@@ -188,8 +188,8 @@ def test_a_missing_frames_file_leaves_the_page_without_images(
     shutil.copy(framed, alone)  # the trace names run.frames.tar, which is not beside it
     page = tmp_path / "alone.html"
     assert main(["replay", str(alone), "--html", str(page)]) == 0
-    err = " ".join(capsys.readouterr().err.split())  # rich wraps long lines
-    assert f"the frames file {tmp_path / 'run.frames.tar'} is missing" in err
+    err = "".join(capsys.readouterr().err.split())  # rich wraps long lines, even in a path
+    assert "".join(f"the frames file {tmp_path / 'run.frames.tar'} is missing".split()) in err
     html = page.read_text()
     config = json.loads(html.split('id="pageconfig">')[1].split("</script>")[0])
     assert "is missing" in config["problem"] and "data:image/jpeg" not in html
