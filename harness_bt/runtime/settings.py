@@ -15,6 +15,11 @@ from harness_bt.plugins import did_you_mean
 
 __all__ = ["RuntimeSettings"]
 
+_WHOLE = frozenset({"num_steps", "success_hold_steps", "batch_steps", "min_epoch"})
+_NUMBERS = frozenset({"frame_hz", "tick_s", "connect_timeout_s", "max_age_s"})
+_TEXT = frozenset({"executors", "worker_id", "render", "service", "telemetry", "mapping",
+                   "record_ros2"})
+
 
 @dataclass(frozen=True, slots=True)
 class RuntimeSettings:
@@ -48,26 +53,21 @@ class RuntimeSettings:
     record_ros2: str | None = None
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if value is None:
-                continue
-            kind = f.type if isinstance(f.type, str) else str(f.type)
-            if kind.startswith("int") and (isinstance(value, bool) or not isinstance(value, int)
-                                           or value < 0):
+        for name, value in self.given().items():
+            if name in _WHOLE and (isinstance(value, bool) or not isinstance(value, int)
+                                   or value < 0):
                 raise DefinitionError("INVALID_RUNTIME_SETTING", f"runtime setting "
-                                      f"{f.name}={value!r} must be a whole number >= 0",
-                                      fix=f"give {f.name} as e.g. 600")
-            if kind.startswith("float") and (isinstance(value, bool)
-                                             or not isinstance(value, int | float)
-                                             or not math.isfinite(value) or value < 0):
+                                      f"{name}={value!r} must be a whole number >= 0",
+                                      fix=f"give {name} as e.g. 600")
+            if name in _NUMBERS and (isinstance(value, bool) or not isinstance(value, int | float)
+                                     or not math.isfinite(value) or value < 0):
                 raise DefinitionError("INVALID_RUNTIME_SETTING", f"runtime setting "
-                                      f"{f.name}={value!r} must be a finite number >= 0",
-                                      fix=f"give {f.name} in seconds or hertz, e.g. 2.0")
-            if kind.startswith("str") and not isinstance(value, str):
+                                      f"{name}={value!r} must be a finite number >= 0",
+                                      fix=f"give {name} in seconds or hertz, e.g. 2.0")
+            if name in _TEXT and not isinstance(value, str):
                 raise DefinitionError("INVALID_RUNTIME_SETTING", f"runtime setting "
-                                      f"{f.name}={value!r} must be text",
-                                      fix=f"give {f.name} as a string")
+                                      f"{name}={value!r} must be text",
+                                      fix=f"give {name} as a string")
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -41,3 +41,10 @@ def test_a_bad_value_is_refused_naming_the_setting(name: str, value: object, mes
     with pytest.raises(DefinitionError, match=r"INVALID_RUNTIME_SETTING: runtime setting "
                        + message):
         RuntimeSettings.from_mapping({name: value})
+
+
+def test_every_setting_has_its_kind_checked() -> None:
+    from harness_bt.runtime import settings
+
+    kinds = [settings._WHOLE, settings._NUMBERS, settings._TEXT, frozenset({"cameras"})]
+    assert sorted(n for k in kinds for n in k) == sorted(RuntimeSettings.names())
