@@ -53,7 +53,7 @@ def serve(
         policy_metadata,
         policy_registry,
     )
-    from policies.server import PolicyServer
+    from policies.server import PolicyServer, PolicyServerSettings
 
     level = logging.getLevelName(log_level.upper())
     if not isinstance(level, int):
@@ -75,9 +75,9 @@ def serve(
                     "policy (the protocol has no authentication)", fg=typer.colors.YELLOW,
                     err=True)
     factory = kind.build(settings)
-    server = PolicyServer(factory, host=host, port=port,
-                          metadata=policy_metadata(policy, kind, settings, factory),
-                          max_message_bytes=int(max_message_mb * (1 << 20)))
+    server = PolicyServer(factory, PolicyServerSettings(
+        host=host, port=port, max_message_bytes=int(max_message_mb * (1 << 20))),
+        metadata=policy_metadata(policy, kind, settings, factory))
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

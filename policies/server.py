@@ -32,10 +32,12 @@ import errno
 import http
 import itertools
 import logging
+import math
 import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -47,7 +49,7 @@ from harness_bt.policy.wire import DEFAULT_MAX_BYTES, pack, unpack_map
 from harness_bt.request_budget import Admission, RequestBudget
 from policies.intake import Intake
 
-__all__ = ["Policy", "PolicyFactory", "PolicyServer"]
+__all__ = ["Policy", "PolicyFactory", "PolicyServer", "PolicyServerSettings"]
 
 log = logging.getLogger(__name__)
 
@@ -71,44 +73,82 @@ class Policy(Protocol):
 PolicyFactory = Callable[[], Policy]
 
 
-class PolicyServer:
-    """Serves ``policy_factory``'s policies on ``ws://host:port`` (``port=0``: a free port,
-    see :attr:`port` once started). ``metadata`` is sent to every client on connect."""
+@dataclass(frozen=True)
+class PolicyServerSettings:
+    """Where a policy server listens and what it admits: ``host`` / ``port`` (0: any free
+    port); ``max_message_bytes``: the largest observation frame; ``workers``: threads running
+    ``infer``; ``max_connections``; ``max_bytes_in_flight``: observation bytes held at once
+    (None: 4x ``max_message_bytes``); ``busy_wait_s``: how long an observation waits for room
+    before it is refused; ``read_s``: how long a started frame may take to arrive."""
 
-    def __init__(self, policy_factory: PolicyFactory, *, host: str = "127.0.0.1",
-                 port: int = 0, metadata: Mapping[str, Any] | None = None,
-                 max_message_bytes: int = DEFAULT_MAX_BYTES, workers: int = 4,
-                 max_connections: int = 16, max_bytes_in_flight: int | None = None,
-                 busy_wait_s: float = 10.0, read_s: float = 30.0) -> None:
+    host: str = "127.0.0.1"
+    port: int = 0
+    max_message_bytes: int = DEFAULT_MAX_BYTES
+    workers: int = 4
+    max_connections: int = 16
+    max_bytes_in_flight: int | None = None
+    busy_wait_s: float = 10.0
+    read_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.port, int) and 0 <= self.port <= 65535):
+            raise DefinitionError("INVALID_OPTION", f"port {self.port!r} is not 0..65535",
+                                  fix="use 0 for a free port, or e.g. 8000")
+        if self.max_message_bytes < 1024:
+            raise DefinitionError("INVALID_OPTION", f"max_message_bytes={self.max_message_bytes}"
+                                  " is too small for any observation", fix="use e.g. 64 MiB")
+        if self.bytes_in_flight < self.max_message_bytes:
+            raise DefinitionError("INVALID_OPTION", f"max_bytes_in_flight="
+                                  f"{self.bytes_in_flight} is less than one observation "
+                                  f"(max_message_bytes={self.max_message_bytes})",
+                                  fix="allow at least one observation in flight, e.g. 4x "
+                                  "max_message_bytes")
+        for name in ("workers", "max_connections"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and value >= 1):
+                raise DefinitionError("INVALID_OPTION", f"{name}={value!r} is not a positive "
+                                      "whole number", fix=f"use e.g. {name}="
+                                      f"{getattr(PolicyServerSettings, name)}")
+        for name in ("busy_wait_s", "read_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise DefinitionError("INVALID_OPTION", f"{name}={value!r} is not a positive "
+                                      "number of seconds", fix=f"use e.g. {name}="
+                                      f"{getattr(PolicyServerSettings, name)}")
+
+    @property
+    def bytes_in_flight(self) -> int:
+        """The cap on observation bytes held at once."""
+        return 4 * self.max_message_bytes if self.max_bytes_in_flight is None \
+            else self.max_bytes_in_flight
+
+
+class PolicyServer:
+    """Serves ``policy_factory``'s policies on ``ws://host:port`` (``settings``: where and
+    what it admits; port 0: a free port, see :attr:`port` once started). ``metadata`` is
+    sent to every client on connect."""
+
+    def __init__(self, policy_factory: PolicyFactory,
+                 settings: PolicyServerSettings | None = None, *,
+                 metadata: Mapping[str, Any] | None = None) -> None:
         if not callable(policy_factory):
             raise DefinitionError("INVALID_POLICY", f"policy_factory {policy_factory!r} is not "
                                   "callable", fix="pass a function or class making a policy")
-        if not (isinstance(port, int) and 0 <= port <= 65535):
-            raise DefinitionError("INVALID_OPTION", f"port {port!r} is not 0..65535",
-                                  fix="use 0 for a free port, or e.g. 8000")
-        if max_message_bytes < 1024:
-            raise DefinitionError("INVALID_OPTION", f"max_message_bytes={max_message_bytes} is "
-                                  "too small for any observation", fix="use e.g. 64 MiB")
-        in_flight = 4 * max_message_bytes if max_bytes_in_flight is None else max_bytes_in_flight
-        if in_flight < max_message_bytes:
-            raise DefinitionError("INVALID_OPTION", f"max_bytes_in_flight={in_flight} is less "
-                                  f"than one observation (max_message_bytes="
-                                  f"{max_message_bytes})", fix="allow at least one "
-                                  "observation in flight, e.g. 4x max_message_bytes")
-        self.budget = RequestBudget(max_body_bytes=max_message_bytes,
-                                    max_connections=max_connections,
-                                    max_bytes_in_flight=in_flight)
+        s = self.settings = settings or PolicyServerSettings()
+        self.budget = RequestBudget(max_body_bytes=s.max_message_bytes,
+                                    max_connections=s.max_connections,
+                                    max_bytes_in_flight=s.bytes_in_flight)
         self.admission = Admission(self.budget, server="the policy server")
-        self.busy_wait_s = busy_wait_s
-        self.read_s = read_s
+        self.busy_wait_s = s.busy_wait_s
+        self.read_s = s.read_s
         self.intake: Intake | None = None
         self.policy_factory = policy_factory
-        self.host = host
-        self.requested_port = port
+        self.host = s.host
+        self.requested_port = s.port
         self.metadata = dict(metadata or {})
         self._metadata_frame = pack(self.metadata)
-        self.max_message_bytes = max_message_bytes
-        self.workers = workers
+        self.max_message_bytes = s.max_message_bytes
+        self.workers = s.workers
         self.port: int | None = None
         self.connections = 0
         self.requests = 0

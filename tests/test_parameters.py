@@ -25,9 +25,6 @@ ALLOWED = {
 #: Not yet grouped into one settings object: a ratchet (an entry goes when its server takes
 #: one; no entry is added).
 NOT_YET = {
-    "harness_bt/console/server.py:__init__": "the console's address, token, rates and limits",
-    "policies/server.py:__init__": "the policy server's address and limits",
-    "runtime_bridge/genmanip/server.py:create_app": "the GenManip app's token, limits, faults",
     "runtime_bridge/ros2/server.py:__init__": "the ROS 2 robot's domain, journal and clock",
 }
 

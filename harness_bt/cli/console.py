@@ -52,12 +52,13 @@ def live_console(address: str | None, task: Task, *, as_json: bool = False,
     if address is None:
         yield None
         return
-    from harness_bt.console import Console
+    from harness_bt.console import Console, ConsoleSettings
 
     host, port = parse_address(address)
     allowed = [h for h in os.environ.get("HARNESS_CONSOLE_HOSTS", "").split(",") if h.strip()]
-    console = Console(task.structure(), host=host, port=port, start_paused=paused,
-                      allowed_hosts=allowed)
+    console = Console(task.structure(), ConsoleSettings(host=host, port=port,
+                                                       start_paused=paused,
+                                                       allowed_hosts=allowed))
     console.start()
     out = sys.stderr if as_json else sys.stdout
     out.write(f"console: {console.url}\n")

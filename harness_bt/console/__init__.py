@@ -6,6 +6,7 @@ thread; :class:`Feed` turns the run's trace into what the page shows."""
 from harness_bt.console.control import Breakpoint, Request, RunControl
 from harness_bt.console.feed import Feed, StopStages, delta, image_message
 from harness_bt.console.server import CONTROLS, Console
+from harness_bt.console.settings import ConsoleSettings
 
-__all__ = ["CONTROLS", "Breakpoint", "Console", "Feed", "Request", "RunControl",
+__all__ = ["CONTROLS", "Breakpoint", "Console", "ConsoleSettings", "Feed", "Request", "RunControl",
            "StopStages", "delta", "image_message"]

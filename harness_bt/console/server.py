@@ -36,7 +36,7 @@ import hmac
 import json
 import secrets
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from harness_bt import listen
@@ -44,10 +44,10 @@ from harness_bt.console.control import Breakpoint, Request, RunControl
 from harness_bt.console.feed import Feed, delta
 from harness_bt.console.guard import ConsoleDoor, Doorman
 from harness_bt.console.page import console_page
+from harness_bt.console.settings import CONSOLE_BUDGET, MAX_MESSAGE, ConsoleSettings
 from harness_bt.request_budget import (
     Admission,
     AdmissionMiddleware,
-    RequestBudget,
     RequestRefused,
     bounded,
     measure,
@@ -59,14 +59,9 @@ from harness_bt.world import Perception
 __all__ = ["CONSOLE_BUDGET", "CONTROLS", "MAX_KEPT", "MAX_MESSAGE", "WS_MAX_BYTES", "Console"]
 
 CONTROLS = ("pause", "resume", "step", "break", "clear", "stop")
-MAX_MESSAGE = 4096
 MAX_KEPT = 512
 #: the largest WebSocket message read at all (larger: closed with 1009 by the WebSocket layer)
 WS_MAX_BYTES = 16 * 1024
-#: the console's doors: connections at once, control JSON depth, bytes held
-CONSOLE_BUDGET = RequestBudget(max_body_bytes=MAX_MESSAGE, max_depth=8, max_elements=256,
-                               max_text_bytes=MAX_MESSAGE, max_connections=32,
-                               max_bytes_in_flight=1 << 20)
 
 
 def _dumps(value: Any) -> str:
@@ -89,24 +84,23 @@ class _Client:
 
 class Console:
     """The console of one run (see the module docstring): ``structure`` is the task's;
-    ``host`` / ``port`` where to listen (loopback, any free port by default). It is the
+    ``settings`` where to listen (loopback, any free port by default), the token, rates and
+    limits (:class:`~harness_bt.console.settings.ConsoleSettings`). It is the
     run's :class:`~harness_bt.run.episodes.RunWatch` (``run_episodes(..., watch=console)``);
     :meth:`start` before the run, :meth:`close` after."""
 
-    def __init__(self, structure: Mapping[str, Any], *, host: str = "127.0.0.1",
-                 port: int = 0, start_paused: bool = False, token: str | None = None,
-                 rate_hz: float = 25.0, image_hz: float = 5.0, fold: bool = True,
-                 allowed_hosts: Sequence[str] = (),
-                 budget: RequestBudget = CONSOLE_BUDGET) -> None:
+    def __init__(self, structure: Mapping[str, Any],
+                 settings: ConsoleSettings | None = None) -> None:
         from starlette.applications import Starlette
         from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse
         from starlette.routing import Route, WebSocketRoute
 
-        self.token = token or secrets.token_urlsafe(16)
-        self.feed = Feed(structure, image_hz=image_hz, fold=fold)
-        self.control = RunControl(start_paused=start_paused, on_change=self._control_changed,
+        s = self.settings = settings or ConsoleSettings()
+        self.token = s.token or secrets.token_urlsafe(16)
+        self.feed = Feed(structure, image_hz=s.image_hz, fold=s.fold)
+        self.control = RunControl(start_paused=s.start_paused, on_change=self._control_changed,
                                   perceive=self.feed.perception)
-        self.period = 1.0 / rate_hz
+        self.period = 1.0 / s.rate_hz
         self.clients: list[_Client] = []
         self.last_images: dict[str, bytes] = {}
         self.failed: str | None = None
@@ -115,7 +109,7 @@ class Console:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._control_status: dict[str, Any] = dict(self.control.status)
         self._nodes = self._node_names(structure)
-        html = console_page(structure, fold=fold)
+        html = console_page(structure, fold=s.fold)
 
         async def index(request: Any) -> HTMLResponse | PlainTextResponse:
             return HTMLResponse(html)
@@ -137,11 +131,11 @@ class Console:
         self.app = Starlette(routes=[Route("/", index), Route("/state.json", state),
                                      WebSocketRoute("/ws", self._serve_client)],
                              lifespan=lifespan)
-        self.socket = listen.bind(host, port, option="--console")
+        self.socket = listen.bind(s.host, s.port, option="--console")
         self.host, self.port = self.socket.getsockname()[:2]
         self.over = False
-        self.doorman = Doorman(host, self.port, self.token, allowed_hosts=allowed_hosts)
-        self.admission = Admission(budget, server="the console")
+        self.doorman = Doorman(s.host, self.port, self.token, allowed_hosts=s.allowed_hosts)
+        self.admission = Admission(s.budget, server="the console")
         self.door = ConsoleDoor(self.app, self.doorman)
         self.asgi = AdmissionMiddleware(self.door, self.admission)
         self._server: Any = None

@@ -16,12 +16,13 @@ from runtime_bridge.genmanip.client import (
 )
 from runtime_bridge.genmanip.errors import ActionError, HttpError
 from runtime_bridge.genmanip.observations import observation_from_wire, observation_to_wire
-from runtime_bridge.genmanip.server import WorkerEnv, create_app
+from runtime_bridge.genmanip.server import AppSettings, WorkerEnv, create_app
 from runtime_bridge.genmanip.serving import ServerThread
 from runtime_bridge.genmanip.shm import ShmConfig
 
 __all__ = [
     "ActionError",
+    "AppSettings",
     "ControlType",
     "GenManipBackend",
     "GenManipClient",

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import math
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from fastapi import Depends, FastAPI, Request
@@ -31,7 +33,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from harness_bt._version import __version__
-from harness_bt.errors import HarnessError
+from harness_bt.errors import DefinitionError, HarnessError
 from harness_bt.request_budget import (
     Admission,
     AdmissionMiddleware,
@@ -48,8 +50,8 @@ from runtime_bridge.genmanip.errors import HttpError
 from runtime_bridge.genmanip.shm.link import OPEN_ROUTE, RELEASE_ROUTE
 from runtime_bridge.genmanip.shm.writer import CLAIM_HEADER, STATUS_HEADER, ShmConfig, ShmSessions
 
-__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "TransportFaultSource", "WorkerEnv", "WorkerFactory",
-           "create_app"]
+__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "AppSettings", "TransportFaultSource", "WorkerEnv",
+           "WorkerFactory", "create_app"]
 
 DEFAULT_MAX_REQUEST_BYTES = 8 * 1024 * 1024
 #: the most worker ids one request may name
@@ -139,30 +141,50 @@ def _worker_id(value: Any, route: str, budget: RequestBudget) -> str:
                         fix=exc.fix) from None
 
 
-def create_app(
-    factory: WorkerFactory,
-    *,
-    token: str | None = None,
-    embodiment: GenManipEmbodiment | str = GenManipEmbodiment.FRANKA_PANDA,
-    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-    transport_faults: TransportFaultSource | None = None,
-    delay_s: float = 0.5,
-    drop_hold_s: float = 30.0,
-    title: str = "harness-bt GenManip server",
-    shm: ShmConfig | bool = True,
-    budget: RequestBudget | None = None,
-) -> FastAPI:
-    """A FastAPI app serving the GenManip routes over the environments ``factory`` makes.
+@dataclass(frozen=True)
+class AppSettings:
+    """How a GenManip app answers: ``token``: the bearer token every route wants (None:
+    none); ``embodiment``: the robot whose actions ``/step`` accepts; ``budget``: the request
+    budget (body size, connections, bytes in flight; default: :class:`RequestBudget` with
+    ``max_body_bytes=DEFAULT_MAX_REQUEST_BYTES``); ``transport_faults``: dropped / delayed
+    ``/step`` answers to inject, held ``drop_hold_s`` / delayed ``delay_s``; ``title``: the
+    OpenAPI title; ``shm``: the shared-memory fast path for harness-bt clients on the same
+    host (True: the default :class:`ShmConfig`; False: never)."""
 
-    ``shm`` offers the shared-memory fast path to harness-bt clients on the same host (True:
-    the default :class:`ShmConfig`; False: never). Its segments are unlinked when the app stops
-    and stale ones of its prefix removed when it starts. ``budget``: the request budget
-    (default: :class:`RequestBudget` with ``max_body_bytes=max_request_bytes``).
-    """
-    budget = budget or RequestBudget(max_body_bytes=max_request_bytes)
+    token: str | None = None
+    embodiment: GenManipEmbodiment | str = GenManipEmbodiment.FRANKA_PANDA
+    budget: RequestBudget | None = None
+    transport_faults: TransportFaultSource | None = None
+    delay_s: float = 0.5
+    drop_hold_s: float = 30.0
+    title: str = "harness-bt GenManip server"
+    shm: ShmConfig | bool = True
+
+    def __post_init__(self) -> None:
+        if self.token is not None and not (isinstance(self.token, str) and self.token):
+            raise DefinitionError("INVALID_OPTION", "the server's token is empty",
+                                  fix="pass a non-empty token, or None for no token")
+        for name in ("delay_s", "drop_hold_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+                raise DefinitionError("INVALID_OPTION", f"{name}={value!r} is not a number "
+                                      "of seconds >= 0", fix=f"use e.g. {name}="
+                                      f"{getattr(AppSettings, name)}")
+        object.__setattr__(self, "embodiment", GenManipEmbodiment(self.embodiment))
+
+
+def create_app(factory: WorkerFactory, settings: AppSettings | None = None) -> FastAPI:
+    """A FastAPI app serving the GenManip routes over the environments ``factory`` makes, as
+    ``settings`` says (:class:`AppSettings`: token, embodiment, request budget, transport
+    faults, shared memory). Shared-memory segments are unlinked when the app stops and stale
+    ones of its prefix removed when it starts."""
+    s = settings or AppSettings()
+    token, shm, transport_faults = s.token, s.shm, s.transport_faults
+    delay_s, drop_hold_s = s.delay_s, s.drop_hold_s
+    budget = s.budget or RequestBudget(max_body_bytes=DEFAULT_MAX_REQUEST_BYTES)
     max_request_bytes = budget.max_body_bytes
     workers = _Workers(factory)
-    embodiment = GenManipEmbodiment(embodiment)
+    embodiment = GenManipEmbodiment(s.embodiment)
     sessions: ShmSessions | None = None
     if shm is not False:
         sessions = ShmSessions(shm if isinstance(shm, ShmConfig) else None)
@@ -191,7 +213,7 @@ def create_app(
                             "the server was started with")
 
     # the dependency guards every route of ours; /docs and /openapi.json stay open (health)
-    app = FastAPI(title=title, version=__version__, docs_url="/docs", lifespan=lifespan,
+    app = FastAPI(title=s.title, version=__version__, docs_url="/docs", lifespan=lifespan,
                   dependencies=[Depends(check_token)])
     app.state.workers = workers
     app.state.admission = admission = Admission(budget, server="the GenManip server")

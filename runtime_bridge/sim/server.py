@@ -6,7 +6,7 @@ from fastapi import FastAPI
 
 from harness_bt.errors import DefinitionError
 from harness_bt.request_budget import RequestBudget
-from runtime_bridge.genmanip.server import DEFAULT_MAX_REQUEST_BYTES, create_app
+from runtime_bridge.genmanip.server import DEFAULT_MAX_REQUEST_BYTES, AppSettings, create_app
 from runtime_bridge.genmanip.shm import ShmConfig
 from runtime_bridge.sim.config import SimConfig
 from runtime_bridge.sim.env import SimEnv
@@ -38,10 +38,10 @@ def create_sim_app(config: SimConfig | None = None, *, token: str | None = None,
 
     rates = config.faults
     faults = TransportFaults(rates, config.seed) if (rates.drop or rates.delay) else None
-    app = create_app(factory, token=token, max_request_bytes=max_request_bytes,
-                     transport_faults=faults, delay_s=rates.delay_s,
-                     drop_hold_s=rates.drop_hold_s, title="harness-bt PyBullet Franka simulator",
-                     shm=shm, budget=budget)
+    app = create_app(factory, AppSettings(
+        token=token, budget=budget or RequestBudget(max_body_bytes=max_request_bytes),
+        transport_faults=faults, delay_s=rates.delay_s, drop_hold_s=rates.drop_hold_s,
+        title="harness-bt PyBullet Franka simulator", shm=shm))
     app.state.episode_book = book
 
     @app.get("/harness/sim")

@@ -98,12 +98,12 @@ def sim_server(rounds: int) -> None:
 
 POLICY = """
 import json, os, threading
-from policies.server import PolicyServer
+from policies.server import PolicyServer, PolicyServerSettings
 class Echo:
     def infer(self, observation):
         return {{"size": len(observation["image"])}}
-s = PolicyServer(Echo, max_message_bytes={frame}, max_bytes_in_flight={in_flight},
-                 max_connections=16, busy_wait_s=120)
+s = PolicyServer(Echo, PolicyServerSettings(max_message_bytes={frame},
+                 max_bytes_in_flight={in_flight}, max_connections=16, busy_wait_s=120))
 s.start()
 print(json.dumps({{"port": s.port, "pid": os.getpid()}}), flush=True)
 threading.Event().wait()

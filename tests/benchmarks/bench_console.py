@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness_bt.authoring import load_task  # noqa: E402
 from harness_bt.authoring.scenes import with_scene  # noqa: E402
-from harness_bt.console import Console  # noqa: E402
+from harness_bt.console import Console, ConsoleSettings  # noqa: E402
 from harness_bt.console.feed import Feed, delta  # noqa: E402
 from harness_bt.run.episodes import RunReport, percentile, run_episodes  # noqa: E402
 from harness_bt.runtime.episodes import RunOptions  # noqa: E402
@@ -77,7 +77,7 @@ def one_run(seed: int, with_console: bool) -> tuple[RunReport, dict[str, Any]]:
         if with_console:
             import websocket
 
-            console = Console(task.structure(), **CONSOLE_OPTIONS)
+            console = Console(task.structure(), ConsoleSettings(**CONSOLE_OPTIONS))
             console.start()
             stalled = websocket.create_connection(
                 f"ws://127.0.0.1:{console.port}/ws", timeout=60,

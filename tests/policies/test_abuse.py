@@ -28,7 +28,7 @@ from websockets.sync.client import connect
 
 from harness_bt.errors import BridgeError
 from harness_bt.policy.wire import pack, unpack, unpack_map
-from policies.server import PolicyServer
+from policies.server import PolicyServer, PolicyServerSettings
 from tests.conftest import Processes
 
 MIB = 1 << 20
@@ -40,14 +40,15 @@ TIMEOUT_S = 60.0
 
 SERVER = f"""
 import json, os
-from policies.server import PolicyServer
+from policies.server import PolicyServer, PolicyServerSettings
 
 class Echo:
     def infer(self, observation):
         return {{"size": len(observation["image"])}}
 
-server = PolicyServer(Echo, max_message_bytes={FRAME}, max_bytes_in_flight={IN_FLIGHT},
-                      max_connections={CONNECTIONS}, busy_wait_s=120)
+server = PolicyServer(Echo, PolicyServerSettings(
+    max_message_bytes={FRAME}, max_bytes_in_flight={IN_FLIGHT},
+    max_connections={CONNECTIONS}, busy_wait_s=120))
 server.start()
 print(json.dumps({{"port": server.port, "pid": os.getpid()}}), flush=True)
 import threading
@@ -109,7 +110,7 @@ def serve() -> Iterator[Callable[..., PolicyServer]]:
     started: list[PolicyServer] = []
 
     def start(factory: Any = Gated, **kwargs: Any) -> PolicyServer:
-        server = PolicyServer(factory, **kwargs)
+        server = PolicyServer(factory, PolicyServerSettings(**kwargs))
         started.append(server)
         server.start()
         return server
@@ -242,7 +243,7 @@ def test_the_cap_numbers_are_checked_before_anything_listens() -> None:
 
     with pytest.raises(DefinitionError, match="max_bytes_in_flight=1024 is less than one "
                        "observation"):
-        PolicyServer(Gated, max_message_bytes=4096, max_bytes_in_flight=1024)
+        PolicyServerSettings(max_message_bytes=4096, max_bytes_in_flight=1024)
 
 
 def test_ctrl_c_ends_the_policy_server_while_a_client_ignores_the_close(

@@ -19,7 +19,7 @@ from websockets.sync.client import connect
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.policy.client import PolicyClient
 from harness_bt.policy.wire import pack, unpack_map
-from policies.server import PolicyServer
+from policies.server import PolicyServer, PolicyServerSettings
 
 
 class Counter:
@@ -49,8 +49,9 @@ class Counter:
 def serve() -> Iterator[Callable[..., PolicyServer]]:
     started: list[PolicyServer] = []
 
-    def start(factory: Any = Counter, **kwargs: Any) -> PolicyServer:
-        server = PolicyServer(factory, **kwargs)
+    def start(factory: Any = Counter, metadata: dict[str, Any] | None = None,
+              **kwargs: Any) -> PolicyServer:
+        server = PolicyServer(factory, PolicyServerSettings(**kwargs), metadata=metadata)
         started.append(server)
         server.start()
         return server
@@ -229,7 +230,7 @@ def test_a_server_starts_once(serve: Any) -> None:
 def test_bad_options_are_refused_before_anything_listens(kwargs: dict[str, Any],
                                                          message: str) -> None:
     with pytest.raises(DefinitionError, match=message):
-        PolicyServer(Counter, **kwargs)
+        PolicyServer(Counter, PolicyServerSettings(**kwargs))
 
 
 def test_serve_forever_serves_in_the_foreground_until_stopped_from_another_thread() -> None:

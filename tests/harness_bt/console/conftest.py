@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from harness_bt import FakeClock, TaskRunner
-from harness_bt.console import Console, Request
+from harness_bt.console import Console, ConsoleSettings, Request
 from harness_bt.run.settings import RunParts
 from harness_bt.testing import example
 from harness_bt.testing.fake_runtime import Script
@@ -60,7 +60,7 @@ def live() -> Iterator[LiveRun]:
     clock = FakeClock()
     runtime = example.example_runtime(clock, grasps=[Script(outcome="hang")])
     task = example.fetch_cup_task()
-    console = Console(task.structure(), start_paused=True)
+    console = Console(task.structure(), ConsoleSettings(start_paused=True))
     console.start()
     runner = TaskRunner(
         task,

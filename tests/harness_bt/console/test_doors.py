@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness_bt.console import Console
+from harness_bt.console import Console, ConsoleSettings
 from harness_bt.console.control import MAX_QUEUED, Request, RunControl
 from harness_bt.errors import DefinitionError
 from harness_bt.request_budget import RequestBudget
@@ -163,7 +163,7 @@ def test_a_websocket_from_a_foreign_origin_is_refused_at_the_handshake(
 def test_bound_beyond_loopback_reading_needs_the_token(closing: Callable[..., Any]) -> None:
     import websocket
 
-    console = closing(Console(example.fetch_cup_task().structure(), host="0.0.0.0"))
+    console = closing(Console(example.fetch_cup_task().structure(), ConsoleSettings(host="0.0.0.0")))
     console.start()
     base = f"http://127.0.0.1:{console.port}"
     assert httpx.get(base + "/", timeout=TIMEOUT_S).status_code == 401
@@ -234,7 +234,7 @@ def test_connections_past_the_cap_are_refused_503_and_served_again_after(
     import websocket
 
     budget = RequestBudget(max_connections=2, max_body_bytes=4096)
-    console = closing(Console(example.fetch_cup_task().structure(), budget=budget))
+    console = closing(Console(example.fetch_cup_task().structure(), ConsoleSettings(budget=budget)))
     console.start()
     held = [ws_to(console), ws_to(console)]
     try:
@@ -259,7 +259,7 @@ def test_the_consoles_port_in_use_names_the_console_option() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         with pytest.raises(DefinitionError) as err:
-            Console(example.fetch_cup_task().structure(), port=port)
+            Console(example.fetch_cup_task().structure(), ConsoleSettings(port=port))
     assert err.value.code == "PORT_IN_USE"
     assert f"--console {port}: port {port} on 127.0.0.1 is in use" in str(err.value)
     assert "--serve" not in str(err.value)

@@ -19,7 +19,7 @@ from harness_bt.errors import BridgeError
 from runtime_bridge.genmanip import codec
 from runtime_bridge.genmanip.actions import ValidatedAction
 from runtime_bridge.genmanip.client import ClientOptions, GenManipClient, StepOutcomeUnknown
-from runtime_bridge.genmanip.server import create_app
+from runtime_bridge.genmanip.server import AppSettings, create_app
 from runtime_bridge.genmanip.serving import ServerThread
 from runtime_bridge.genmanip.shm import ShmConfig, ShmReader, ShmSessions
 from tests.runtime_bridge.genmanip.conftest import SHM_DIR, segments
@@ -61,7 +61,7 @@ def serve(shm_config: ShmConfig, closing: Callable[..., Any]) -> Callable[..., S
     segment it made."""
 
     def start(*, shm: ShmConfig | bool = shm_config, port: int = 0) -> ServerThread:
-        server = ServerThread(create_app(lambda wid: Counter(), shm=shm), port=port).start()
+        server = ServerThread(create_app(lambda wid: Counter(), AppSettings(shm=shm)), port=port).start()
         return closing(server, server.stop)
 
     return start
