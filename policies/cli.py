@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import json
 import logging
-import signal
 import sys
-import threading
-from types import FrameType
 from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from harness_bt import listen
 from harness_bt.errors import DefinitionError
 
 __all__ = ["app"]
@@ -78,27 +76,20 @@ def serve(
     server = PolicyServer(factory, PolicyServerSettings(
         host=host, port=port, max_message_bytes=int(max_message_mb * (1 << 20))),
         metadata=policy_metadata(policy, kind, settings, factory))
-    stop = threading.Event()
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        server.start()
+    def announce() -> None:
         typer.echo(json.dumps({"ready": True, "url": server.url, "policy": policy,
                                "settings": settings.to_dict()}))
         sys.stdout.flush()
-        while not stop.wait(0.05):  # a signal is acted on within 50 ms
-            if not server.running:
-                break
+
+    server.start()
+    try:
+        listen.wait_until_interrupted(server.stop, ended=lambda: not server.running,
+                                      announce=announce)
     finally:
-        server.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    logging.getLogger("policies.server").info(
-        "policy server stopped after %d connections, %d requests, %d failures",
-        server.connections, server.requests, server.failures)
+        logging.getLogger("policies.server").info(
+            "policy server stopped after %d connections, %d requests, %d failures",
+            server.connections, server.requests, server.failures)
 
 
 @app.command("list")

@@ -2,6 +2,6 @@
 
 import sys
 
-from harness_bt.cli import main
+from harness_bt.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

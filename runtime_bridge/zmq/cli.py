@@ -5,13 +5,11 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import signal
 import sys
-import threading
-from typing import Any
 
 import typer
 
+from harness_bt import listen
 from harness_bt.runtime.executor import load_executors
 from runtime_bridge.backends import backend_from_spec
 from runtime_bridge.host import HostConfig
@@ -40,13 +38,6 @@ def quiet_collector() -> None:
 
 app = typer.Typer(name="runtime", help="The robot-side ZeroMQ runtime: serve, broker.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-
-
-def _run_until_signal(stop: threading.Event, done: Any) -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    while not stop.is_set() and not done():
-        stop.wait(0.2)
 
 
 @app.command("serve")
@@ -94,12 +85,12 @@ def serve(
             heartbeat_interval_s=heartbeat_ms / 1000.0,
         ),
     )
-    stop = threading.Event()
     try:
         endpoints = server.start()
         quiet_collector()
-        typer.echo(json.dumps({"ready": True, **endpoints}))
-        _run_until_signal(stop, lambda: server.wait(0))
+        listen.wait_until_interrupted(
+            server.stop, ended=lambda: server.wait(0),
+            announce=lambda: typer.echo(json.dumps({"ready": True, **endpoints})))
     finally:
         server.stop()
     if server.failure is not None:
@@ -115,9 +106,9 @@ def broker(
     """Run a stand-alone broker that routes requests to registered services by name."""
     logging.basicConfig(level=log_level.upper())
     b = Broker(BrokerConfig(bind=bind, heartbeat_interval_s=heartbeat_ms / 1000.0))
-    stop = threading.Event()
     try:
-        typer.echo(json.dumps({"ready": True, "bind": b.start()}))
-        _run_until_signal(stop, lambda: False)
+        bound = b.start()
+        listen.wait_until_interrupted(
+            b.stop, announce=lambda: typer.echo(json.dumps({"ready": True, "bind": bound})))
     finally:
         b.stop()

@@ -163,7 +163,8 @@ def test_a_websocket_from_a_foreign_origin_is_refused_at_the_handshake(
 def test_bound_beyond_loopback_reading_needs_the_token(closing: Callable[..., Any]) -> None:
     import websocket
 
-    console = closing(Console(example.fetch_cup_task().structure(), ConsoleSettings(host="0.0.0.0")))
+    console = closing(Console(example.fetch_cup_task().structure(),
+                              ConsoleSettings(host="0.0.0.0")))
     console.start()
     base = f"http://127.0.0.1:{console.port}"
     assert httpx.get(base + "/", timeout=TIMEOUT_S).status_code == 401

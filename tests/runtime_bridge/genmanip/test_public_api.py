@@ -9,8 +9,9 @@ import runtime_bridge.sim as sim
 
 def test_genmanip_exports() -> None:
     assert sorted(genmanip.__all__) == [
-        "ActionError", "AppSettings", "ControlType", "GenManipBackend", "GenManipClient", "GenManipEmbodiment",
-        "HttpError", "ServerThread", "ShmConfig", "StepOutcomeUnknown", "Timeouts",
+        "ActionError", "AppSettings", "ControlType", "GenManipBackend", "GenManipClient",
+        "GenManipEmbodiment", "HttpError", "ServerThread", "ShmConfig", "StepOutcomeUnknown",
+        "Timeouts",
         "ValidatedAction", "WorkerEnv", "WorkerResult", "create_app", "make_backend",
         "observation_from_wire", "observation_to_wire", "validate_action",
     ]

@@ -61,7 +61,8 @@ def serve(shm_config: ShmConfig, closing: Callable[..., Any]) -> Callable[..., S
     segment it made."""
 
     def start(*, shm: ShmConfig | bool = shm_config, port: int = 0) -> ServerThread:
-        server = ServerThread(create_app(lambda wid: Counter(), AppSettings(shm=shm)), port=port).start()
+        app = create_app(lambda wid: Counter(), AppSettings(shm=shm))
+        server = ServerThread(app, port=port).start()
         return closing(server, server.stop)
 
     return start

@@ -45,4 +45,4 @@ def test_ctrl_c_ends_the_server_while_hostile_requests_arrive(processes: Process
                          timeout=30)
     assert refused.status_code == 400
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(STOP_TIMEOUT_S) in (0, 130)
+    assert proc.wait(STOP_TIMEOUT_S) == 130  # Ctrl-C, as a shell reports it
