@@ -16,7 +16,6 @@ import pytest
 
 from tests.conftest import Processes
 from tests.policies.spec_client import BUILD
-from tests.policies.test_openpi_interop import MAKE_IT, OPENPI_PYTHON
 
 pytestmark = pytest.mark.slow
 
@@ -47,14 +46,6 @@ except RuntimeError as exc:
     out["droid_error"] = str(exc)
 print(json.dumps(out))
 '''
-
-
-@pytest.fixture
-def openpi_python() -> Path:
-    if not OPENPI_PYTHON.exists():
-        pytest.fail(f"openpi's client is not installed: {OPENPI_PYTHON} is missing; create it "
-                    f"with: {MAKE_IT}")
-    return OPENPI_PYTHON
 
 
 def test_an_openpi_client_driven_by_the_metadata_alone_gets_an_action_chunk(

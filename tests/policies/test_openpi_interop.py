@@ -15,14 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, Processes
+from tests.conftest import Processes
 from tests.policies.simloop import pick_env, request_from
 
 pytestmark = pytest.mark.slow
-
-OPENPI_PYTHON = ROOT / ".venv-openpi" / "bin" / "python"
-MAKE_IT = ("python3 -m venv .venv-openpi && .venv-openpi/bin/pip install openpi-client==0.1.2 "
-           "typing_extensions (or: make setup)")
 
 #: Runs under .venv-openpi: only openpi_client and its numpy<2. The arm is moved by the
 #: actions (the first 5 rows of each chunk; the gripper width follows the gripper column), the
@@ -65,14 +61,6 @@ except RuntimeError as exc:
     out["error"] = str(exc)
 print(json.dumps(out))
 '''
-
-
-@pytest.fixture
-def openpi_python() -> Path:
-    if not OPENPI_PYTHON.exists():
-        pytest.fail(f"openpi's client is not installed: {OPENPI_PYTHON} is missing; create it "
-                    f"with: {MAKE_IT}")
-    return OPENPI_PYTHON
 
 
 @pytest.fixture
