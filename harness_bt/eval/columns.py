@@ -78,7 +78,7 @@ EPISODE_COLUMNS: tuple[Column, ...] = (
     Column("reason", _text("reason")),
     Column("phase", _text("phase")),
     Column("simulator", _text("simulator")),
-    Column("verdicts", judged),
+    Column("false verdict", judged),
     Column("wall s", lambda e: seconds(e.get("wall_s")), numeric=True),
     Column("sim s", lambda e: seconds(e.get("sim_time_s")), numeric=True),
     Column("trace", lambda e: e["trace"] or e["trace_status"], link="trace"),

@@ -32,7 +32,7 @@ table.episodes{font-size:13px}table.episodes th{position:sticky;top:0}
 table.episodes tr:nth-child(even) td{background:#fafbfd}
 table.episodes tr.fail td{background:#fdecea}table.episodes tr.fail td.outcome{color:#b42318;
 font-weight:600}table.episodes tr.false td{background:#fff4d6}
-table.episodes tr.false td.verdicts{color:#93370d;font-weight:600}
+table.episodes tr.false td.false-verdict{color:#93370d;font-weight:600}
 .switch{margin:6px 16px 6px 0;display:inline-block;color:#3a4356}
 #only-failed:checked~table.episodes tr.ok{display:none}
 #only-false:checked~table.episodes tr:not(.false):not(.head){display:none}

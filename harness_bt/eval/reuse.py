@@ -97,8 +97,8 @@ class Reuse:
             out.append("new: the server's queue decides (recorded episodes are not recorded "
                        "again)")
         else:
-            out.append(f"new: {self.new_count} episode(s)" + (
-                ": " + "; ".join(v.describe() for v in self.new) if self.new else ""))
+            out.append(f"new: {self.new_count} episode(s): " + "; ".join(
+                v.describe() for v in self.new) if self.new else "new: none")
         if self.other:
             out.append("kept in the store, not in this report (--reuse): " + "; ".join(
                 v.describe() for v in self.other))

@@ -42,8 +42,9 @@ _BOOL = ("sim_success", "false_success", "unknown")
 
 class ResultsStore:
     """See the module docstring. ``clock`` stamps ``recorded_at`` (wall time by default).
-    ``read_only``: open an existing store to read it (``harness compare DIR_A DIR_B``), never
-    creating or changing a file."""
+    ``read_only``: open an existing store to read it (``harness compare DIR_A DIR_B``): nothing
+    is created where there is no store, and nothing in it changes (SQLite may add its
+    ``-wal`` and ``-shm`` files beside it)."""
 
     def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time,
                  read_only: bool = False) -> None:
