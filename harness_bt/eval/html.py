@@ -2,9 +2,10 @@
 the plots are matplotlib SVG inline). Links to traces and replay pages are relative, so the
 output directory can be moved or served as it is.
 
-Every episode is a row of one table (the columns of :mod:`harness_bt.eval.columns`): a failed
-episode's row is red, a false success or false failure amber, and two switches (CSS only)
-show only the failures or only the false verdicts."""
+Every episode is a row of one table (the columns of :mod:`harness_bt.eval.columns`), under a
+heading row per task and condition: a failed episode's row is red, a false success or false
+failure amber, and two switches (CSS only) show only the failures or only the false
+verdicts."""
 
 from __future__ import annotations
 
@@ -34,8 +35,11 @@ table.episodes tr.fail td{background:#fdecea}table.episodes tr.fail td.outcome{c
 font-weight:600}table.episodes tr.false td{background:#fff4d6}
 table.episodes tr.false td.false-verdict{color:#93370d;font-weight:600}
 .switch{margin:6px 16px 6px 0;display:inline-block;color:#3a4356}
-#only-failed:checked~table.episodes tr.ok{display:none}
-#only-false:checked~table.episodes tr:not(.false):not(.head){display:none}
+table.episodes tr.group th{background:#e9edf5;font-size:13px}table.compact{width:auto}
+table.compact td,table.compact th{padding-right:24px}
+#only-failed:checked~table.episodes tr.pass{display:none}
+#only-false:checked~table.episodes tr.pass:not(.false),
+#only-false:checked~table.episodes tr.fail:not(.false){display:none}
 """
 
 
@@ -115,11 +119,13 @@ def _plots(report: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: set[int]) -> str:
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: set[int],
+           css: str = "") -> str:
     th = "".join(f"<th>{_e(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td class='n'>{c}</td>" if i in numeric else f"<td>{c}</td>"
                                     for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><tr>{th}</tr>{body}</table>"
+    cls = f" class='{css}'" if css else ""
+    return f"<table{cls}><tr>{th}</tr>{body}</table>"
 
 
 def _cell(column: Column, row: Mapping[str, Any]) -> str:
@@ -129,9 +135,10 @@ def _cell(column: Column, row: Mapping[str, Any]) -> str:
 
 
 def _rows(columns: Sequence[Column], rows: Sequence[Mapping[str, Any]],
-          css: Any = None) -> str:
-    """A table of ``columns``; ``css(row)`` gives a row's class."""
-    head = "".join(f"<th>{_e(c.head)}</th>" for c in columns)
+          css: Any = None, *, head: bool = True) -> str:
+    """A table's rows of ``columns`` (after a heading row, when ``head``); ``css(row)`` gives
+    a row's class."""
+    heading = "".join(f"<th>{_e(c.head)}</th>" for c in columns)
     body = []
     for row in rows:
         cls = f" class='{css(row)}'" if css is not None else ""
@@ -139,11 +146,11 @@ def _rows(columns: Sequence[Column], rows: Sequence[Mapping[str, Any]],
             f"<td class='{'n ' if c.numeric else ''}{c.head.replace(' ', '-')}'>"
             f"{_cell(c, row)}</td>" for c in columns)
         body.append(f"<tr{cls}>{cells}</tr>")
-    return f"<tr class='head'>{head}</tr>" + "".join(body)
+    return (f"<tr class='head'>{heading}</tr>" if head else "") + "".join(body)
 
 
 def _episode_class(entry: Mapping[str, Any]) -> str:
-    classes = ["ok" if entry["outcome"] == "succeeded" else "fail"]
+    classes = ["pass" if entry["outcome"] == "succeeded" else "fail"]
     if entry["false_success"] or entry["false_failure"]:
         classes.append("false")
     return " ".join(classes)
@@ -167,6 +174,22 @@ def _comparison(c: Mapping[str, Any]) -> str:
           str(c["a_only"]), f"{c['p_value']:.3g}", diff)], {0, 1, 2, 3, 4, 5})
 
 
+def _grouped(episodes: Sequence[Mapping[str, Any]]) -> str:
+    """The episode rows under a heading row per task and condition (the two columns the
+    heading says are left out)."""
+    columns = [c for c in EPISODE_COLUMNS if c.head not in ("task", "condition")]
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for e in episodes:
+        groups.setdefault((e["task"], e["condition"]), []).append(e)
+    out = ["<tr class='head'>" + "".join(f"<th>{_e(c.head)}</th>" for c in columns) + "</tr>"]
+    for (task, condition), group in groups.items():
+        failed = sum(e["outcome"] != "succeeded" for e in group)
+        out.append(f"<tr class='group'><th colspan='{len(columns)}'>{_e(task)} &middot; "
+                   f"{_e(condition)}: {len(group)} episodes, {failed} failed</th></tr>")
+        out.append(_rows(columns, group, _episode_class, head=False))
+    return "".join(out)
+
+
 def _episodes(report: Mapping[str, Any]) -> list[str]:
     episodes = report["episodes"]
     failed = sum(e["outcome"] != "succeeded" for e in episodes)
@@ -181,8 +204,7 @@ def _episodes(report: Mapping[str, Any]) -> list[str]:
              "for='only-failed'>failures only</label>",
              "<input type='checkbox' id='only-false'><label class='switch' "
              "for='only-false'>false verdicts only</label>",
-             "<table class='episodes'>" + _rows(EPISODE_COLUMNS, episodes, _episode_class)
-             + "</table>"]
+             "<table class='episodes'>" + _grouped(episodes) + "</table>"]
     errors = [e for e in episodes if e.get("error")]
     if errors:
         parts.append("<h2>Errors</h2><ul class='notes'>" + "".join(
@@ -212,7 +234,7 @@ def report_html(report: Mapping[str, Any]) -> str:
         parts.append(_table(("phase", *(f"{d['task']} {d['condition']}" for d in details)), [
             (_e(p), *("-" if d["phase_time_s"].get(p) is None
                       else f"{d['phase_time_s'][p]:.2f}" for d in details)) for p in order],
-            set(range(1, len(details) + 1))))
+            set(range(1, len(details) + 1)), "compact"))
     parts.append("<h2>Retries, recoveries, time</h2>")
     parts.append(_table(
         ("task", "condition", "retries", "recoveries", "per episode", "decision latency p50",

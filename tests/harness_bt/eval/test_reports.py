@@ -93,7 +93,7 @@ def test_every_episode_is_listed_with_its_trace_link_or_why_it_has_none(
     assert "<a href='traces/pick.1.jsonl'>trace</a>" in html
     assert "1 failed (red), 0 false success(es) and 0 false failure(s)" in html
     assert "1 trace file(s) missing" in html
-    assert html.count("<tr class='fail'>") == 1 and html.count("<tr class='ok'>") == 2
+    assert html.count("<tr class='fail'>") == 1 and html.count("<tr class='pass'>") == 2
 
 
 def test_the_page_marks_false_verdicts_and_counts_them_in_the_summary(tmp_path: Path) -> None:
@@ -104,7 +104,8 @@ def test_the_page_marks_false_verdicts_and_counts_them_in_the_summary(tmp_path: 
     assert [e["seed"] for e in report["false_successes"]] == [4]
     write_report(report, tmp_path)
     html = (tmp_path / "report.html").read_text()
-    assert html.count("<tr class='fail false'>") == 1 and html.count("<tr class='ok false'>") == 1
+    assert html.count("<tr class='fail false'>") == 1
+    assert html.count("<tr class='pass false'>") == 1
     assert "<th>false successes</th><th>false failures</th>" in html
     assert "<td class='false-verdict'>false failure</td>" in html
     text = (tmp_path / "report.txt").read_text()
