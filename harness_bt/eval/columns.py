@@ -22,12 +22,14 @@ Cell = Callable[[Mapping[str, Any]], str]
 @dataclass(frozen=True, slots=True)
 class Column:
     """One column: ``head``, the ``cell`` text of a row, whether it is ``numeric`` (aligned
-    right) and, for a link, the key of the row's relative path (see the module docstring)."""
+    right), for a link the key of the row's relative path (see the module docstring), and
+    when the cell calls for attention (``alert``: the page shows it red)."""
 
     head: str
     cell: Cell
     numeric: bool = False
     link: str | None = None
+    alert: Callable[[Mapping[str, Any]], bool] | None = None
 
 
 def pct(rate: float | None, interval: Sequence[float] | None = None) -> str:
@@ -62,11 +64,13 @@ SUMMARY_COLUMNS: tuple[Column, ...] = (
     Column("episodes", _text("n"), numeric=True),
     Column("success (Wilson 95 %)", lambda s: pct(s["success_rate"], s["success_interval"])),
     Column("simulator", lambda s: pct(s["sim_success_rate"])),
-    Column("false successes", _text("false_success_count"), numeric=True),
-    Column("false failures", _text("false_failure_count"), numeric=True),
+    Column("false successes", _text("false_success_count"), numeric=True,
+           alert=lambda s: s["false_success_count"] > 0),
+    Column("false failures", _text("false_failure_count"), numeric=True,
+           alert=lambda s: s["false_failure_count"] > 0),
     Column("unknown", _text("unknown_count"), numeric=True),
     Column("no result", lambda s: str(s["worker_crashed_count"] + s["error_count"]),
-           numeric=True),
+           numeric=True, alert=lambda s: s["worker_crashed_count"] + s["error_count"] > 0),
 )
 
 EPISODE_COLUMNS: tuple[Column, ...] = (

@@ -143,8 +143,8 @@ def _rows(columns: Sequence[Column], rows: Sequence[Mapping[str, Any]],
     for row in rows:
         cls = f" class='{css(row)}'" if css is not None else ""
         cells = "".join(
-            f"<td class='{'n ' if c.numeric else ''}{c.head.replace(' ', '-')}'>"
-            f"{_cell(c, row)}</td>" for c in columns)
+            f"<td class='{'n ' if c.numeric else ''}{'bad ' if c.alert and c.alert(row) else ''}"
+            f"{c.head.replace(' ', '-')}'>{_cell(c, row)}</td>" for c in columns)
         body.append(f"<tr{cls}>{cells}</tr>")
     return (f"<tr class='head'>{heading}</tr>" if head else "") + "".join(body)
 

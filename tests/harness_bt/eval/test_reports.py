@@ -107,6 +107,8 @@ def test_the_page_marks_false_verdicts_and_counts_them_in_the_summary(tmp_path: 
     assert html.count("<tr class='fail false'>") == 1
     assert html.count("<tr class='pass false'>") == 1
     assert "<th>false successes</th><th>false failures</th>" in html
+    assert "<td class='n bad false-successes'>1</td>" in html  # a count that calls for a look
+    assert "<td class='n bad false-failures'>1</td><td class='n unknown'>0</td>" in html
     assert "<td class='false-verdict'>false failure</td>" in html
     text = (tmp_path / "report.txt").read_text()
     header = next(line for line in text.splitlines() if line.startswith("task  condition"))
