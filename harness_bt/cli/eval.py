@@ -266,9 +266,10 @@ def _emit_comparison(report: dict[str, Any],
 
 
 def compare(
-    a: Path = typer.Argument(..., help="Version A (the baseline): a task file, or a folder "
-                             "harness eval wrote."),
-    b: Path = typer.Argument(..., help="Version B (the change): a task file, or a folder."),
+    a: Path = typer.Argument(..., metavar="A", help="Version A (the baseline): a task file, "
+                             "or a folder harness eval wrote."),
+    b: Path = typer.Argument(..., metavar="B", help="Version B (the change): a task file, or "
+                             "a folder."),
     episodes: int = typer.Option(None, "--episodes", help="Paired episodes (seeds; tasks "
                                  "only, default 20)."),
     seed: int = typer.Option(None, "--seed", help="The first seed (tasks only, default 0)."),

@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 from scipy import stats
 
+from harness_bt.eval.episode import row_from_report
 from harness_bt.eval.listing import episode_entry, phase_order
 from harness_bt.eval.plan import EpisodeSpec
 from harness_bt.eval.report import build_report, write_report
 from harness_bt.eval.stats import compare_unpaired, summarize
 from harness_bt.eval.store import ResultsStore
+from harness_bt.run.episodes import EpisodeReport
 from harness_bt.testing.eval_rigs import quick_episode
 
 
@@ -53,6 +55,22 @@ def test_phases_are_ordered_by_first_entry_across_episodes_not_by_name() -> None
     assert list(details["phase_time_s"]) == ["observe", "approach", "grasp", "regrasp",
                                              "evaluate"]
     assert report["phase_order"] == phase_order(rows)
+
+
+def test_an_episodes_row_keys_its_phase_times_in_the_order_it_entered_the_phases() -> None:
+    report = EpisodeReport(
+        index=0, seed=1, outcome="succeeded", reason="done", sim_success=True,
+        sim_ended_by="success", retries=0, recoveries=1, unknown_verdicts=0,
+        unknown_commands=0, commands=5, sim_steps=200, sim_time_s=4.0, wall_s=2.0,
+        decision_latency_s=(0.001,), details={"final_state": "done"},
+        phases_visited=("observe", "approach", "grasp", "evaluate", "grasp", "evaluate",
+                        "done"))
+    spec = EpisodeSpec(task="pick", task_file="pick.yaml", digest="d" * 64,
+                       condition="clean", seed=1)
+    durations = {"approach": 1.0, "evaluate": 0.5, "grasp": 2.0, "observe": 0.1, "total": 4.0}
+    row_ = row_from_report(spec, "1", report, durations)
+    assert list(row_["phase_times"]) == ["observe", "approach", "grasp", "evaluate"]
+    assert row_["last_phase"] == "evaluate"
 
 
 def test_the_store_keeps_each_episodes_phases_in_the_order_it_entered_them(
