@@ -50,10 +50,13 @@ def which_compare(a: Path, b: Path) -> str:
                 fix=f"give a folder harness eval wrote (harness eval TASK --out {path}), or "
                     "two task files")
     if a.is_dir() != b.is_dir():
-        kinds = {True: "an evaluation folder", False: "a task file"}
+        def kind(path: Path) -> str:
+            return ("an evaluation folder" if path.is_dir() else "a task file" if path.is_file()
+                    else "neither a folder nor a file")
+
         raise DefinitionError(
-            "MIXED_ARGUMENTS", f"A ({a}) is {kinds[a.is_dir()]} and B ({b}) is "
-            f"{kinds[b.is_dir()]}", where=f"{a} {b}",
+            "MIXED_ARGUMENTS", f"A ({a}) is {kind(a)} and B ({b}) is {kind(b)}",
+            where=f"{a} {b}",
             fix="compare two evaluation folders (harness compare out/a out/b) or two task "
                 "files (harness compare old.yaml new.yaml)")
     return "folders"

@@ -156,6 +156,9 @@ def bad_folders(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     return {
         "mixed": ([str(good), str(PICK)], f"MIXED_ARGUMENTS: A ({good}) is an evaluation "
                   f"folder and B ({PICK}) is a task file"),
+        "mixed, missing": ([str(tmp_path / "nope.yaml"), str(good)], "MIXED_ARGUMENTS: A "
+                           f"({tmp_path / 'nope.yaml'}) is neither a folder nor a file and B "
+                           f"({good}) is an evaluation folder"),
         "no store": ([str(good), str(bare)], f"NO_STORE: B ({bare}) is a folder without a "
                      "results store (results.sqlite)"),
         "corrupt": ([str(corrupt), str(good)], "STORE_CORRUPT: the results store "
@@ -178,7 +181,7 @@ def files(path: Path) -> dict[Path, int]:
             if p.is_file() and not p.name.endswith(("-wal", "-shm"))}
 
 
-@pytest.mark.parametrize("case", ["mixed", "no store", "corrupt", "empty", "same",
+@pytest.mark.parametrize("case", ["mixed", "mixed, missing", "no store", "corrupt", "empty", "same",
                                   "run options", "out is a store", "task with tasks"])
 def test_a_comparison_of_folders_that_cannot_be_made_is_refused_with_its_fix(
         case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
