@@ -13,6 +13,7 @@ import html
 import io
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from harness_bt.eval.columns import EPISODE_COLUMNS, SUMMARY_COLUMNS, Column
 
@@ -130,7 +131,8 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: set[int]
 
 def _cell(column: Column, row: Mapping[str, Any]) -> str:
     if column.link is not None and row.get(column.link):
-        return f"<a href='{html.escape(str(row[column.link]))}'>{_e(column.head)}</a>"
+        href = html.escape(quote(str(row[column.link])))  # a relative path, as a URL
+        return f"<a href='{href}'>{_e(column.head)}</a>"
     return _e(column.cell(row))
 
 
