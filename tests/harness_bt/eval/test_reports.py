@@ -114,6 +114,16 @@ def test_every_episode_is_listed_with_its_trace_link_or_why_it_has_none(
     assert html.count("<tr class='fail'>") == 1 and html.count("<tr class='pass'>") == 2
 
 
+def test_a_trace_link_is_quoted_as_a_url(tmp_path: Path) -> None:
+    trace = tmp_path / "run #2" / "pick.1.jsonl"
+    trace.parent.mkdir()
+    trace.write_text("{}\n")
+    report = build_report([row(1, trace=str(trace))], title="t", out_dir=tmp_path)
+    assert report["episodes"][0]["trace"] == "run #2/pick.1.jsonl"
+    _, page = write_report(report, tmp_path)
+    assert "<a href='run%20%232/pick.1.jsonl'>trace</a>" in page.read_text()
+
+
 def test_the_page_marks_false_verdicts_and_counts_them_in_the_summary(tmp_path: Path) -> None:
     rows = [row(1), row(2, outcome="aborted", reason="aborted_grasp_failed", sim_success=True),
             row(4, false_success=True, sim_success=False)]
