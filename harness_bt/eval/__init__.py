@@ -3,7 +3,10 @@ a Ray cluster or a GenManip server's workers, each finished episode recorded onc
 results store; reports with Wilson intervals and paired comparisons (exact McNemar).
 
 ``harness eval`` and ``harness compare`` (:mod:`harness_bt.cli.eval`) use
-:func:`run_evaluation`; reports read only the store (docs/evaluating.md).
+:func:`run_evaluation`, which says what it reuses of a store (:mod:`~harness_bt.eval.reuse`);
+reports read only the store and list every episode (:mod:`~harness_bt.eval.report`,
+:mod:`~harness_bt.eval.listing`); two evaluation folders are compared from their stores
+(:mod:`~harness_bt.eval.folders`). See docs/evaluating.md.
 """
 
 from harness_bt.eval.driver import EvalRun, evaluate

@@ -84,12 +84,21 @@ def row_from_report(spec: EpisodeSpec, episode: str, report: EpisodeReport,
         "false_success": report.false_success, "unknown": report.unknown,
         "retries": report.retries, "recoveries": report.recoveries,
         "commands": report.commands, "sim_steps": report.sim_steps,
-        "phase_times": {k: round(float(v), 4) for k, v in phase_times.items() if k != "total"},
+        "phase_times": _in_entry_order(phase_times, report.phases_visited),
         "decision_latency_p50_ms": _ms(percentile(lat, 50)),
         "decision_latency_p99_ms": _ms(percentile(lat, 99)),
         "sim_time_s": round(report.sim_time_s, 4), "wall_s": round(report.wall_s, 3),
         "trace": report.trace_path, "worker": f"{socket.gethostname()}:{os.getpid()}",
     }
+
+
+def _in_entry_order(phase_times: Mapping[str, float], visited: tuple[str, ...]
+                    ) -> dict[str, float]:
+    """Seconds per phase, keyed in the order the episode first entered the phases (the report
+    orders phases by it); a phase with a time but no entry comes last."""
+    times = {k: round(float(v), 4) for k, v in phase_times.items() if k != "total"}
+    order = [p for p in dict.fromkeys(visited) if p in times]
+    return {**{p: times[p] for p in order}, **{k: v for k, v in times.items() if k not in order}}
 
 
 class _LastRunner:

@@ -1,6 +1,11 @@
 """``report.html``: the evaluation report as one self-contained page (no script, no network;
-the plots are matplotlib SVG inline). Links to replay pages are relative, so the output
-directory can be moved or served as it is."""
+the plots are matplotlib SVG inline). Links to traces and replay pages are relative, so the
+output directory can be moved or served as it is.
+
+Every episode is a row of one table (the columns of :mod:`harness_bt.eval.columns`), under a
+heading row per task and condition: a failed episode's row is red, a false success or false
+failure amber, and two switches (CSS only) show only the failures or only the false
+verdicts."""
 
 from __future__ import annotations
 
@@ -8,6 +13,9 @@ import html
 import io
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
+
+from harness_bt.eval.columns import EPISODE_COLUMNS, SUMMARY_COLUMNS, Column
 
 __all__ = ["report_html"]
 
@@ -21,20 +29,23 @@ border-bottom:1px solid #e6e9ef;vertical-align:top}th{background:#f4f6fa;font-we
 td.n{text-align:right;font-variant-numeric:tabular-nums}.bad{color:#b42318;font-weight:600}
 .ok{color:#067647}.verdict{font-size:16px;font-weight:600;padding:8px 12px;background:#f4f6fa;
 border-left:4px solid #3e63dd;margin:8px 0}.plots{display:flex;flex-wrap:wrap;gap:12px}
-.plots svg{max-width:100%;height:auto}
+.plots svg{max-width:100%;height:auto}.notes li{color:#3a4356}
+table.episodes{font-size:13px}table.episodes th{position:sticky;top:0}
+table.episodes tr:nth-child(even) td{background:#fafbfd}
+table.episodes tr.fail td{background:#fdecea}table.episodes tr.fail td.outcome{color:#b42318;
+font-weight:600}table.episodes tr.false td{background:#fff4d6}
+table.episodes tr.false td.false-verdict{color:#93370d;font-weight:600}
+.switch{margin:6px 16px 6px 0;display:inline-block;color:#3a4356}
+table.episodes tr.group th{background:#e9edf5;font-size:13px}table.compact{width:auto}
+table.compact td,table.compact th{padding-right:24px}
+#only-failed:checked~table.episodes tr.pass{display:none}
+#only-false:checked~table.episodes tr.pass:not(.false),
+#only-false:checked~table.episodes tr.fail:not(.false){display:none}
 """
 
 
 def _e(value: Any) -> str:
     return html.escape("-" if value is None else str(value))
-
-
-def _pct(rate: float | None) -> str:
-    return "-" if rate is None else f"{100 * rate:.0f} %"
-
-
-def _ci(interval: Sequence[float] | None) -> str:
-    return "" if not interval else f" [{100 * interval[0]:.0f}, {100 * interval[1]:.0f}]"
 
 
 def _svg(fig: Any) -> str:
@@ -91,7 +102,8 @@ def _plots(report: Mapping[str, Any]) -> list[str]:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.set_title("failure reasons by phase", fontsize=10)
         out.append(_svg(fig))
-    phases = list(dict.fromkeys(p for d in details for p in d["phase_time_s"]))
+    phases = list(report.get("phase_order") or dict.fromkeys(
+        p for d in details for p in d["phase_time_s"]))
     if phases:
         fig, ax = plt.subplots(figsize=(6, 0.4 * len(phases) + 1.2))
         width = 0.8 / max(1, len(details))
@@ -103,16 +115,104 @@ def _plots(report: Mapping[str, Any]) -> list[str]:
         ax.invert_yaxis()
         ax.set_xlabel("mean simulated seconds in the phase")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        ax.set_title("time per phase", fontsize=10)
+        ax.set_title("time per phase, in execution order", fontsize=10)
         out.append(_svg(fig))
     return out
 
 
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: set[int]) -> str:
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], numeric: set[int],
+           css: str = "") -> str:
     th = "".join(f"<th>{_e(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f"<td class='n'>{c}</td>" if i in numeric else f"<td>{c}</td>"
                                     for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><tr>{th}</tr>{body}</table>"
+    cls = f" class='{css}'" if css else ""
+    return f"<table{cls}><tr>{th}</tr>{body}</table>"
+
+
+def _cell(column: Column, row: Mapping[str, Any]) -> str:
+    if column.link is not None and row.get(column.link):
+        href = html.escape(quote(str(row[column.link])))  # a relative path, as a URL
+        return f"<a href='{href}'>{_e(column.head)}</a>"
+    return _e(column.cell(row))
+
+
+def _rows(columns: Sequence[Column], rows: Sequence[Mapping[str, Any]],
+          css: Any = None, *, head: bool = True) -> str:
+    """A table's rows of ``columns`` (after a heading row, when ``head``); ``css(row)`` gives
+    a row's class."""
+    heading = "".join(f"<th>{_e(c.head)}</th>" for c in columns)
+    body = []
+    for row in rows:
+        cls = f" class='{css(row)}'" if css is not None else ""
+        cells = "".join(
+            f"<td class='{'n ' if c.numeric else ''}{'bad ' if c.alert and c.alert(row) else ''}"
+            f"{c.head.replace(' ', '-')}'>{_cell(c, row)}</td>" for c in columns)
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return (f"<tr class='head'>{heading}</tr>" if head else "") + "".join(body)
+
+
+def _episode_class(entry: Mapping[str, Any]) -> str:
+    classes = ["pass" if entry["outcome"] == "succeeded" else "fail"]
+    if entry["false_success"] or entry["false_failure"]:
+        classes.append("false")
+    return " ".join(classes)
+
+
+def _comparison(c: Mapping[str, Any]) -> str:
+    lo, hi = c["difference_interval"]
+    diff = f"{100 * c['difference']:+.0f} pts [{100 * lo:+.0f}, {100 * hi:+.0f}]"
+    title = (f"<h2>{_e(c['b'])} (B) against {_e(c['a'])} (A), {_e(c['condition'])}</h2>"
+             f"<p class='verdict'>{_e(c['verdict'])}</p>")
+    if "n_a" in c:
+        return title + _table(
+            ("episodes of A", "of B", "A succeeded", "B succeeded", "Fisher exact p (unpaired)",
+             "difference B - A (95 %)"),
+            [(str(c["n_a"]), str(c["n_b"]), str(c["a_success"]), str(c["b_success"]),
+              f"{c['p_value']:.3g}", diff)], {0, 1, 2, 3, 4})
+    return title + _table(
+        ("paired episodes", "A succeeded", "B succeeded", "B only", "A only",
+         "exact McNemar p", "difference B - A (95 %)"),
+        [(str(c["n"]), str(c["a_success"]), str(c["b_success"]), str(c["b_only"]),
+          str(c["a_only"]), f"{c['p_value']:.3g}", diff)], {0, 1, 2, 3, 4, 5})
+
+
+def _grouped(episodes: Sequence[Mapping[str, Any]]) -> str:
+    """The episode rows under a heading row per task and condition (the two columns the
+    heading says are left out)."""
+    columns = [c for c in EPISODE_COLUMNS if c.head not in ("task", "condition")]
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for e in episodes:
+        groups.setdefault((e["task"], e["condition"]), []).append(e)
+    out = ["<tr class='head'>" + "".join(f"<th>{_e(c.head)}</th>" for c in columns) + "</tr>"]
+    for (task, condition), group in groups.items():
+        failed = sum(e["outcome"] != "succeeded" for e in group)
+        out.append(f"<tr class='group'><th colspan='{len(columns)}'>{_e(task)} &middot; "
+                   f"{_e(condition)}: {len(group)} episodes, {failed} failed</th></tr>")
+        out.append(_rows(columns, group, _episode_class, head=False))
+    return "".join(out)
+
+
+def _episodes(report: Mapping[str, Any]) -> list[str]:
+    episodes = report["episodes"]
+    failed = sum(e["outcome"] != "succeeded" for e in episodes)
+    false_s = sum(e["false_success"] for e in episodes)
+    false_f = sum(e["false_failure"] for e in episodes)
+    missing = sum(e["trace_status"] == "missing" for e in episodes)
+    parts = [f"<h2>Episodes ({len(episodes)})</h2>",
+             f"<p>{failed} failed (red), {false_s} false success(es) and {false_f} false "
+             "failure(s) (amber: the simulator judged otherwise)"
+             + (f"; {missing} trace file(s) missing" if missing else "") + ".</p>",
+             "<input type='checkbox' id='only-failed'><label class='switch' "
+             "for='only-failed'>failures only</label>",
+             "<input type='checkbox' id='only-false'><label class='switch' "
+             "for='only-false'>false verdicts only</label>",
+             "<table class='episodes'>" + _grouped(episodes) + "</table>"]
+    errors = [e for e in episodes if e.get("error")]
+    if errors:
+        parts.append("<h2>Errors</h2><ul class='notes'>" + "".join(
+            f"<li>{_e(e['task'])} {_e(e['condition'])} episode {_e(e['episode'])}: "
+            f"{_e(e['error'])}</li>" for e in errors) + "</ul>")
+    return parts
 
 
 def report_html(report: Mapping[str, Any]) -> str:
@@ -122,29 +222,21 @@ def report_html(report: Mapping[str, Any]) -> str:
     if meta:
         parts.append("<p class='meta'>" + " &middot; ".join(
             f"{_e(k)}: {_e(v)}" for k, v in meta.items()) + "</p>")
-    for c in report.get("comparisons", []):
-        lo, hi = c["difference_interval"]
-        parts.append(
-            f"<h2>{_e(c['b'])} (B) against {_e(c['a'])} (A), {_e(c['condition'])}</h2>"
-            f"<p class='verdict'>{_e(c['verdict'])}</p>" + _table(
-                ("paired episodes", "A succeeded", "B succeeded", "B only", "A only",
-                 "exact McNemar p", "difference B - A (95 %)"),
-                [(str(c["n"]), str(c["a_success"]), str(c["b_success"]), str(c["b_only"]),
-                  str(c["a_only"]), f"{c['p_value']:.3g}",
-                  f"{100 * c['difference']:+.0f} pts [{100 * lo:+.0f}, {100 * hi:+.0f}]")],
-                {0, 1, 2, 3, 4, 5}))
+    said = [*((report.get("reuse") or {}).get("lines") or ()), *(report.get("notes") or ())]
+    if said:
+        parts.append("<ul class='notes'>" + "".join(f"<li>{_e(n)}</li>" for n in said)
+                     + "</ul>")
+    parts.extend(_comparison(c) for c in report.get("comparisons", []))
     parts.append("<h2>Success</h2>")
-    rows = [(_e(s["task"]), _e(s["condition"]), str(s["n"]),
-             _pct(s["success_rate"]) + _e(_ci(s["success_interval"])),
-             _pct(s["sim_success_rate"]),
-             f"<span class='{'bad' if s['false_success_count'] else 'ok'}'>"
-             f"{s['false_success_count']}</span>",
-             str(s["unknown_count"]), str(s["worker_crashed_count"] + s["error_count"]))
-            for s in report["summary"]]
-    parts.append(_table(("task", "condition", "episodes", "success (Wilson 95 %)",
-                         "simulator's metric", "false successes", "unknown",
-                         "no result"), rows, {2, 5, 6, 7}))
+    parts.append("<table>" + _rows(SUMMARY_COLUMNS, report["summary"]) + "</table>")
     parts.append("<div class='plots'>" + "".join(_plots(report)) + "</div>")
+    order, details = report.get("phase_order") or [], report["details"]
+    if order:
+        parts.append("<h2>Mean simulated seconds per phase, in execution order</h2>")
+        parts.append(_table(("phase", *(f"{d['task']} {d['condition']}" for d in details)), [
+            (_e(p), *("-" if d["phase_time_s"].get(p) is None
+                      else f"{d['phase_time_s'][p]:.2f}" for d in details)) for p in order],
+            set(range(1, len(details) + 1)), "compact"))
     parts.append("<h2>Retries, recoveries, time</h2>")
     parts.append(_table(
         ("task", "condition", "retries", "recoveries", "per episode", "decision latency p50",
@@ -153,24 +245,7 @@ def report_html(report: Mapping[str, Any]) -> str:
           f"{d['retries_per_episode']:.2f} / {d['recoveries_per_episode']:.2f}",
           "-" if d["decision_latency_p50_ms"] is None else f"{d['decision_latency_p50_ms']} ms",
           f"{d['wall_s']} s") for d in report["details"]], {2, 3, 4, 5, 6}))
-    failed = report["failed_episodes"]
-    parts.append(f"<h2>Failed episodes ({len(failed)})</h2>")
-    if failed:
-        parts.append(_table(
-            ("task", "condition", "episode", "outcome", "reason", "phase", "simulator", "replay"),
-            [(_e(f["task"]), _e(f["condition"]), _e(f["episode"]), _e(f["outcome"]),
-              _e(f["reason"]) + (f"<br><small>{_e(f['error'])}</small>" if f.get("error")
-                                 else ""), _e(f["phase"]),
-              _e({True: "success", False: "failed"}.get(f["sim_success"])),
-              f"<a href='{html.escape(f['replay'])}'>replay</a>" if f.get("replay") else "-")
-             for f in failed], set()))
-    false = report.get("false_successes", [])
-    if false:
-        parts.append(f"<h2 class='bad'>False successes ({len(false)})</h2>")
-        parts.append(_table(("task", "condition", "episode", "replay"), [
-            (_e(f["task"]), _e(f["condition"]), _e(f["episode"]),
-             f"<a href='{html.escape(f['replay'])}'>replay</a>" if f.get("replay") else "-")
-            for f in false], set()))
+    parts.extend(_episodes(report))
     return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{_e(report['title'])}</title><style>{_CSS}</style></head><body>"
             + "\n".join(parts) + "</body></html>\n")

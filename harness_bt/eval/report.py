@@ -1,11 +1,14 @@
-"""The evaluation report, read only from the results store: ``DIR/report.json`` and the
-self-contained ``DIR/report.html`` (:mod:`harness_bt.eval.html`).
+"""The evaluation report, read only from the results store: ``DIR/report.json``, the
+self-contained ``DIR/report.html`` (:mod:`harness_bt.eval.html`) and ``DIR/report.txt``
+(:mod:`harness_bt.eval.text`, what the terminal shows).
 
 The report holds, per task and condition, the success rate with its Wilson 95 % interval
-beside the simulator's, false successes and unknowns; failure reasons by the phase the episode
-failed in; the mean simulated time per phase; retries and recoveries; each failed episode with
-its replay page (``DIR/replays/*.html``, written from its trace as ``harness replay TRACE
---html`` does); and, for ``harness compare``, the paired comparison.
+beside the simulator's, false successes and false failures, unknowns; failure reasons by the
+phase the episode failed in; the mean simulated time per phase, phases in execution order;
+retries and recoveries; every episode (:mod:`harness_bt.eval.listing`) with links to its trace
+and, when it failed or was judged falsely, its replay page (``DIR/replays/*.html``, written
+from its trace as ``harness replay TRACE --html`` does); and, for ``harness compare``, the
+comparison. ``sections`` adds named parts (the reuse of a store, a comparison's notes).
 """
 
 from __future__ import annotations
@@ -18,9 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness_bt.errors import HarnessError
+from harness_bt.eval.listing import (
+    episode_entry,
+    episode_key,
+    false_failure,
+    phase_order,
+)
 
 if TYPE_CHECKING:
-    from harness_bt.eval.stats import Comparison
+    from harness_bt.eval.stats import Comparison, UnpairedComparison
 
 __all__ = ["FAILED", "build_report", "episode_list", "write_replays", "write_report"]
 
@@ -28,13 +37,10 @@ __all__ = ["FAILED", "build_report", "episode_list", "write_replays", "write_rep
 FAILED = ("failed", "aborted", "max_ticks", "worker_crashed", "error")
 
 
-def episode_list(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The ``episodes`` of ``--json``: task, seed, condition, outcome, reason, the simulator's
-    verdict and whether the harness's success was false."""
-    return [{"task": r["task"], "seed": r["seed"], "episode": r["episode"],
-             "condition": r["condition"], "outcome": r["outcome"], "reason": r["reason"],
-             "sim_success": r["sim_success"], "false_success": bool(r["false_success"])}
-            for r in rows]
+def episode_list(rows: Iterable[Mapping[str, Any]], *, out_dir: Path | None = None
+                 ) -> list[dict[str, Any]]:
+    """Every episode of ``rows`` as the report lists it (:func:`episode_entry`)."""
+    return [episode_entry(r, out_dir=out_dir) for r in rows]
 
 
 def _group(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:
@@ -44,7 +50,8 @@ def _group(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapp
     return out
 
 
-def _details(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _details(rows: Sequence[Mapping[str, Any]], order: Sequence[str]) -> list[dict[str, Any]]:
+    rank = {p: i for i, p in enumerate(order)}
     out = []
     for (task, condition), group in sorted(_group(rows).items()):
         failures: Counter[tuple[str, str]] = Counter(
@@ -59,8 +66,11 @@ def _details(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         out.append({
             "task": task, "condition": condition,
             "failures_by_phase": [{"phase": p, "reason": why, "count": c}
-                                  for (p, why), c in sorted(failures.items())],
-            "phase_time_s": {p: round(statistics.fmean(v), 3) for p, v in phases.items()},
+                                  for (p, why), c in sorted(
+                                      failures.items(),
+                                      key=lambda f: (rank.get(f[0][0], len(rank)), f[0]))],
+            "phase_time_s": {p: round(statistics.fmean(phases[p]), 3) for p in order
+                             if p in phases},
             "retries": sum(int(r.get("retries") or 0) for r in group),
             "recoveries": sum(int(r.get("recoveries") or 0) for r in group),
             "retries_per_episode": round(statistics.fmean(
@@ -73,19 +83,21 @@ def _details(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def write_replays(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> dict[str, str]:
-    """A replay page per failed (or falsely successful) episode that has a trace: episode key
-    -> path relative to ``out_dir``. A trace that cannot be drawn is left without a page."""
+def write_replays(rows: Sequence[Mapping[str, Any]], out_dir: Path, *,
+                  subdir: str = "replays") -> dict[str, str]:
+    """A replay page (in ``out_dir/subdir``) per failed or falsely judged episode that has a
+    trace: episode key -> path relative to ``out_dir``. A trace that cannot be drawn is left
+    without a page."""
     from harness_bt.viz.html import replay_html
 
     pages: dict[str, str] = {}
     for r in rows:
         trace = r.get("trace")
-        wanted = r["outcome"] != "succeeded" or r.get("false_success")
+        wanted = r["outcome"] != "succeeded" or r.get("false_success") or false_failure(r)
         if not wanted or not trace or not Path(trace).is_file():
             continue
         name = Path(trace).with_suffix(".html").name
-        target = out_dir / "replays" / name
+        target = out_dir / subdir / name
         if not target.is_file() or target.stat().st_mtime < Path(trace).stat().st_mtime:
             try:
                 html = replay_html(trace, title=f"{r['task']} {r['condition']} "
@@ -94,44 +106,42 @@ def write_replays(rows: Sequence[Mapping[str, Any]], out_dir: Path) -> dict[str,
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(html, encoding="utf-8")
-        pages[_key(r)] = str(target.relative_to(out_dir))
+        pages[episode_key(r)] = target.relative_to(out_dir).as_posix()
     return pages
 
 
-def _key(r: Mapping[str, Any]) -> str:
-    return f"{r['digest']}/{r['condition']}/{r['episode']}"
-
-
 def build_report(rows: Sequence[Mapping[str, Any]], *, title: str,
-                 comparisons: Iterable[Comparison] = (),
+                 comparisons: Iterable[Comparison | UnpairedComparison] = (),
                  replays: Mapping[str, str] | None = None,
-                 meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The report as a JSON-ready dict (see the module docstring)."""
+                 meta: Mapping[str, Any] | None = None, out_dir: Path | None = None,
+                 sections: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The report as a JSON-ready dict (see the module docstring). ``out_dir``: where the
+    report goes (trace links are relative to it)."""
     from harness_bt.eval.stats import summarize
 
     replays = replays or {}
-    failed = [{"task": r["task"], "condition": r["condition"], "episode": r["episode"],
-               "seed": r["seed"], "outcome": r["outcome"], "reason": r["reason"],
-               "phase": r.get("last_phase"), "sim_success": r["sim_success"],
-               "trace": r.get("trace"), "replay": replays.get(_key(r)),
-               "error": r.get("error")}
-              for r in rows if r["outcome"] != "succeeded"]
-    false = [{"task": r["task"], "condition": r["condition"], "episode": r["episode"],
-              "trace": r.get("trace"), "replay": replays.get(_key(r))}
-             for r in rows if r.get("false_success")]
-    return {"title": title, "meta": dict(meta or {}), "summary": summarize(rows),
-            "details": _details(rows), "failed_episodes": failed,
-            "false_successes": false,
+    order = phase_order(rows)
+    episodes = [episode_entry(r, out_dir=out_dir, replay=replays.get(episode_key(r)))
+                for r in rows]
+    return {"title": title, "meta": dict(meta or {}), **dict(sections or {}),
+            "summary": summarize(rows), "phase_order": order, "details": _details(rows, order),
+            "episodes": episodes,
+            "failed_episodes": [e for e in episodes if e["outcome"] != "succeeded"],
+            "false_successes": [e for e in episodes if e["false_success"]],
+            "false_failures": [e for e in episodes if e["false_failure"]],
             "comparisons": [c.to_dict() for c in comparisons]}
 
 
 def write_report(report: Mapping[str, Any], out_dir: Path) -> tuple[Path, Path]:
-    """``report.json`` and ``report.html`` in ``out_dir``."""
+    """``report.json``, ``report.html`` and ``report.txt`` in ``out_dir``; the first two
+    returned."""
     from harness_bt.eval.html import report_html
+    from harness_bt.eval.text import report_text
 
     out_dir.mkdir(parents=True, exist_ok=True)
     js = out_dir / "report.json"
     js.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     page = out_dir / "report.html"
     page.write_text(report_html(report), encoding="utf-8")
+    (out_dir / "report.txt").write_text(report_text(report), encoding="utf-8")
     return js, page

@@ -16,7 +16,8 @@ from harness_bt.errors import DefinitionError
 from harness_bt.eval.driver import EvalRun, OnRecord, evaluate
 from harness_bt.eval.episode import DEFAULT_EPISODE_FN
 from harness_bt.eval.plan import EpisodeSpec, condition_label, plan_episodes, task_digest
-from harness_bt.eval.store import ResultsStore
+from harness_bt.eval.reuse import Reuse, refuse_other, survey
+from harness_bt.eval.store import STORE_NAME, ResultsStore
 from harness_bt.eval.workers import Pool, ProcessPool
 
 __all__ = ["EvalConfig", "EvalResult", "open_pool", "plan", "run_evaluation"]
@@ -27,7 +28,9 @@ class EvalConfig:
     """What to evaluate and where. ``ray``: None (local processes), ``""`` (a local Ray
     instance) or a cluster address. ``sim_url``: drive a GenManip server's workers ``0 ..
     workers-1`` through its own episode queue instead of seeds. ``traces``: write each
-    episode's JSONL trace under ``out/traces`` (the report links the failed ones' replays)."""
+    episode's JSONL trace under ``out/traces`` (the report links the failed ones' replays).
+    ``reuse``: accept a store holding another evaluation's episodes (``--reuse``;
+    :mod:`harness_bt.eval.reuse`)."""
 
     tasks: tuple[Path, ...]
     out: Path
@@ -43,15 +46,18 @@ class EvalConfig:
     episode_fn: str = DEFAULT_EPISODE_FN
     extra: Mapping[str, Any] = field(default_factory=dict)
     max_attempts: int = 2
+    reuse: bool = False
 
 
 @dataclass
 class EvalResult:
-    """The run's bookkeeping and every row of this evaluation (recorded now or before)."""
+    """The run's bookkeeping, every row of this evaluation (recorded now or before), and
+    what it took from the store."""
 
     run: EvalRun
     rows: list[dict[str, Any]]
     specs: list[EpisodeSpec]
+    reuse: Reuse | None = None
 
 
 def _check(config: EvalConfig) -> None:
@@ -132,15 +138,19 @@ def open_pool(config: EvalConfig) -> Iterator[Pool]:
 def run_evaluation(config: EvalConfig, *, store: ResultsStore | None = None,
                    on_record: OnRecord | None = None,
                    on_plan: Any = None) -> EvalResult:
-    """Plan, run what the store lacks, and return this evaluation's rows. ``on_plan(run)`` is
+    """Plan, refuse a store of another evaluation (unless ``config.reuse``), run what the
+    store lacks, and return this evaluation's rows. ``on_plan(specs, skipped, reuse)`` is
     called once the work is known (a progress bar's total), before any episode runs."""
     specs = plan(config)
     own = store is None
+    existed = store is not None or (config.out / STORE_NAME).is_file()
     store = store or ResultsStore.in_dir(config.out)
     try:
+        reuse = survey(str(store.path), existed, store.rows(), specs)
+        refuse_other(reuse, specs, allowed=config.reuse)
         done = store.recorded()
         if on_plan is not None:
-            on_plan(specs, sum(1 for s in specs if s.sim_url is None and s.key in done))
+            on_plan(specs, sum(1 for s in specs if s.sim_url is None and s.key in done), reuse)
         with open_pool(config) as pool:
             run = evaluate(specs, store, pool, max_attempts=config.max_attempts,
                            on_record=on_record)
@@ -153,4 +163,4 @@ def run_evaluation(config: EvalConfig, *, store: ResultsStore | None = None,
     finally:
         if own:
             store.close()
-    return EvalResult(run, rows, specs)
+    return EvalResult(run, rows, specs, reuse)

@@ -36,16 +36,23 @@ COLUMNS: dict[str, str] = {
     "worker": "TEXT", "attempts": "INTEGER NOT NULL", "error": "TEXT",
     "recorded_at": "REAL NOT NULL",
 }
-_JSON = ("phase_times",)
+_JSON = ("phase_times",)  # {phase: seconds} in the order the episode first entered them
 _BOOL = ("sim_success", "false_success", "unknown")
 
 
 class ResultsStore:
-    """See the module docstring. ``clock`` stamps ``recorded_at`` (wall time by default)."""
+    """See the module docstring. ``clock`` stamps ``recorded_at`` (wall time by default).
+    ``read_only``: open an existing store to read it (``harness compare DIR_A DIR_B``): nothing
+    is created where there is no store, and nothing in it changes (SQLite may add its
+    ``-wal`` and ``-shm`` files beside it)."""
 
-    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, path: str | Path, *, clock: Callable[[], float] = time.time,
+                 read_only: bool = False) -> None:
         self.path = Path(path)
         self._clock = clock
+        if read_only:
+            self._open_read_only()
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None)
@@ -65,6 +72,25 @@ class ResultsStore:
             where=str(self.path),
             fix="move it aside (its episodes will run again), or point --out at another "
                 "directory")
+
+    def _open_read_only(self) -> None:
+        if not self.path.is_file():
+            raise DefinitionError("NO_STORE", f"there is no results store at {self.path}",
+                                  where=str(self.path),
+                                  fix=f"run harness eval TASK --out {self.path.parent} first")
+        try:
+            self._db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+            self._refuse_foreign()
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'"
+                                   ).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from None
+        if row is None or row[0] != str(SCHEMA_VERSION):
+            self._db.close()
+            raise DefinitionError(
+                "STORE_VERSION", f"the results store {self.path} has schema version "
+                f"{row[0] if row else 'none'}; this harness reads version {SCHEMA_VERSION}",
+                where=str(self.path), fix="evaluate again into a new --out directory")
 
     def _create(self) -> None:
         self._refuse_foreign()
@@ -132,7 +158,7 @@ class ResultsStore:
         values.setdefault("recorded_at", self._clock())
         for name in _JSON:
             if name in values and not isinstance(values[name], str | None):
-                values[name] = json.dumps(values[name], sort_keys=True)
+                values[name] = json.dumps(values[name])  # phase_times: in entry order
         for name in _BOOL:
             if name in values and values[name] is not None:
                 values[name] = int(bool(values[name]))

@@ -34,8 +34,14 @@ def test_eval_json_has_the_episodes_and_the_summary_and_writes_the_reports(
     assert data["episodes"] == [
         {"task": "pick_cube", "seed": s, "episode": str(s), "condition": "slip=0.3",
          "outcome": "succeeded" if s % 3 else "aborted",
-         "reason": "done" if s % 3 else "aborted_grasp_failed", "sim_success": bool(s % 3),
-         "false_success": False} for s in (3, 4, 5, 6)]
+         "reason": "done" if s % 3 else "aborted_grasp_failed",
+         "phase": "evaluate" if s % 3 else "grasp", "sim_success": bool(s % 3),
+         "simulator": "success" if s % 3 else "failure",
+         "sim_ended_by": "success" if s % 3 else "timeout", "false_success": False,
+         "false_failure": False, "unknown": False, "retries": s % 2, "recoveries": s % 2,
+         "wall_s": 0.01, "sim_time_s": 3.0, "trace": None, "trace_status": "not kept",
+         "recorded_trace": None, "replay": None, "error": None} for s in (3, 4, 5, 6)]
+    assert data["reuse"]["lines"] == [f"results store {tmp_path / 'results.sqlite'}: new"]
     (summary,) = data["summary"]
     assert {k: summary[k] for k in ("task", "condition", "n", "success_rate",
                                     "sim_success_rate", "false_success_count",
@@ -49,6 +55,7 @@ def test_eval_json_has_the_episodes_and_the_summary_and_writes_the_reports(
         (3, "grasp", "aborted_grasp_failed"), (6, "grasp", "aborted_grasp_failed")]
     page = (tmp_path / "report.html").read_text()
     assert page.count("<svg") == 3 and "<script" not in page
+    assert (tmp_path / "report.txt").read_text().count("aborted_grasp_failed") == 3
     assert "50 % [15, 85]" in page
 
 
@@ -139,8 +146,10 @@ def test_a_failed_episode_links_its_replay_page(tmp_path: Path) -> None:
            "recoveries": 1, "phase_times": {"grasp": 2.0}, "decision_latency_p50_ms": 1.0,
            "wall_s": 1.0, "trace": str(trace), "error": None}
     replays = write_replays([row], tmp_path)
-    assert replays == {"d/clean/7": "replays/fetch.html"}
+    assert replays == {"fetch/d/clean/7": "replays/fetch.html"}
     assert "<title>fetch clean episode 7: aborted_grasp_failed</title>" in \
         (tmp_path / "replays" / "fetch.html").read_text()
-    _, page = write_report(build_report([row], title="t", replays=replays), tmp_path)
+    _, page = write_report(build_report([row], title="t", replays=replays, out_dir=tmp_path),
+                           tmp_path)
     assert "<a href='replays/fetch.html'>replay</a>" in page.read_text()
+    assert "<a href='traces/fetch.jsonl'>trace</a>" in page.read_text()
