@@ -169,6 +169,7 @@ def eval_(
     if as_json:
         sys.stdout.write(json.dumps({"episodes": episode_list(result.rows),
                                      "summary": summarize(result.rows),
+                                     "faults": report["faults"],
                                      "store": str(out / "results.sqlite")}) + "\n")
         return
     _print_summary(report, result.run, paths)
@@ -192,6 +193,9 @@ def _print_summary(report: dict[str, Any], run: EvalRun, paths: tuple[Path, Path
                       str(s["false_success_count"]), str(s["unknown_count"]),
                       str(s["worker_crashed_count"]))
     console.print(table)
+    for f in report.get("faults", ()):
+        if f["kinds"] or f["asked"]:
+            console.print(f"faults: {f['line']}", highlight=False, soft_wrap=True)
     console.print(f"ran {run.recorded} episode(s) now, {run.skipped} recorded before; "
                   f"{len(run.crashes)} worker crash(es), {run.reruns} rerun(s); "
                   f"report: {paths[1]} ({paths[0].name})", highlight=False)

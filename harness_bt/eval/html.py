@@ -9,6 +9,8 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness_bt.eval.faults import faults_html
+
 __all__ = ["report_html"]
 
 _CSS = """
@@ -153,6 +155,7 @@ def report_html(report: Mapping[str, Any]) -> str:
           f"{d['retries_per_episode']:.2f} / {d['recoveries_per_episode']:.2f}",
           "-" if d["decision_latency_p50_ms"] is None else f"{d['decision_latency_p50_ms']} ms",
           f"{d['wall_s']} s") for d in report["details"]], {2, 3, 4, 5, 6}))
+    parts.append(faults_html(report.get("faults", ())))
     failed = report["failed_episodes"]
     parts.append(f"<h2>Failed episodes ({len(failed)})</h2>")
     if failed:

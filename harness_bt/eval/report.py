@@ -5,7 +5,8 @@ The report holds, per task and condition, the success rate with its Wilson 95 % 
 beside the simulator's, false successes and unknowns; failure reasons by the phase the episode
 failed in; the mean simulated time per phase; retries and recoveries; each failed episode with
 its replay page (``DIR/replays/*.html``, written from its trace as ``harness replay TRACE
---html`` does); and, for ``harness compare``, the paired comparison.
+--html`` does); the injected faults per kind (:mod:`harness_bt.eval.faults`); and, for
+``harness compare``, the paired comparison.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness_bt.errors import HarnessError
+from harness_bt.eval.faults import fault_summary
 
 if TYPE_CHECKING:
     from harness_bt.eval.stats import Comparison
@@ -122,7 +124,8 @@ def build_report(rows: Sequence[Mapping[str, Any]], *, title: str,
     return {"title": title, "meta": dict(meta or {}), "summary": summarize(rows),
             "details": _details(rows), "failed_episodes": failed,
             "false_successes": false,
-            "comparisons": [c.to_dict() for c in comparisons]}
+            "comparisons": [c.to_dict() for c in comparisons],
+            "faults": fault_summary(rows)}
 
 
 def write_report(report: Mapping[str, Any], out_dir: Path) -> tuple[Path, Path]:

@@ -8,9 +8,9 @@ attributes the fault to the one of them its own tree sent (its phase, node path 
 :func:`fault_outcomes` reads one episode's trace afterwards: for each fault, the first retry
 or recovery the tree drew after it and before the next fault (its ``response``), and whether
 the episode then *recovered*: a retry or recovery followed the fault and the task still
-succeeded (with the simulator not judging it failed). A fault with no response in a task that succeeded was
-*tolerated* (nothing had to be redone). :func:`faults_note` says when a run asked for faults
-that never fired, so "robust" and "never tested" read differently.
+succeeded (with the simulator not judging it failed). A fault with no response in a task
+that succeeded was *tolerated* (nothing had to be redone). :func:`faults_note` says when a
+run asked for faults that never fired, so "robust" and "never tested" read differently.
 """
 
 from __future__ import annotations

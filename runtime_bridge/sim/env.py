@@ -5,7 +5,8 @@
 ``{"obs": None, "metric": {scene: mean_success}}`` once every episode is done; a step in
 which injected faults fired carries them too (``"faults": [{"kind", "step", ...}]``). An
 episode ends inside ``step`` when the scene's success reaches 1 or after ``num_steps``
-steps; that same answer then carries the next episode's first observation (``reset`` True, ``timestep`` 0).
+steps; that same answer then carries the next episode's first observation (``reset`` True,
+``timestep`` 0).
 
 Ground truth (object poses, what the hand holds) is for tests and benchmarks only:
 :meth:`SimEnv.ground_truth` and :meth:`SimEnv.results`, never inside an observation.
