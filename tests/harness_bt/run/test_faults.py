@@ -16,9 +16,14 @@ from harness_bt.run.settings import RunnerSettings
 from harness_bt.runtime.bridge import PollResult
 from harness_bt.runtime.episodes import RunOptions
 from harness_bt.runtime.faults import FaultFired
-from harness_bt.testing.example import example_runtime, example_skills, fetch_cup_task
+from harness_bt.testing.example import (
+    example_runtime,
+    example_skills,
+    fetch_cup_task,
+    grasp_effect,
+    slip_effect,
+)
 from harness_bt.testing.fake_runtime import FakeRuntime, Script
-from harness_bt.testing.example import grasp_effect, slip_effect
 from tests.harness_bt.run.test_episodes import episode
 
 
