@@ -58,7 +58,7 @@ def test_a_run_that_asked_for_a_fault_that_never_fired_says_so(
     out = capfd.readouterr().out
     assert "episode 0 (seed 5): asked slip=1e-06; none fired in this episode" in out
     assert "faults: none fired" in out
-    code, report = run_json(capfd, *argv[1:])
+    _, report = run_json(capfd, *argv[1:])
     assert report["episodes"][0]["faults"] == []
     assert report["episodes"][0]["faults_note"] == "asked slip=1e-06; none fired in this episode"
     assert report["faults"] == {}
