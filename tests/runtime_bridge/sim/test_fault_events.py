@@ -100,3 +100,32 @@ def test_a_malformed_fault_list_is_left_out_with_a_notice_and_the_step_is_kept()
     (notice,) = [n for n in notices if n.kind == "faults_unreadable"]
     assert notice.data["error"]["code"] == "BAD_FAULT_RECORD"
     assert "'step' must be an integer >= 0" in notice.data["error"]["message"]
+
+
+def test_the_in_process_runtime_hands_each_fault_over_with_the_commands_of_its_step() -> None:
+    from harness_bt.ledger import Command
+    from runtime_bridge.inproc import InProcRuntime
+    from runtime_bridge.sim import SimBackend
+    from skills.executors import executor_registry
+
+    config = SimConfig(scenes=("pick_cube",), episodes=1, seed=0, num_steps=40,
+                       cameras=(parse_camera_spec("front:64x48"),),
+                       faults=FaultRates(occlude=1.0, occlude_steps=1))
+    runtime = InProcRuntime(SimBackend(config), executor_registry())
+    try:
+        runtime.start_episode()
+        assert runtime.poll().faults == ()  # the first observation: no step ran yet
+        idle = runtime.poll().faults
+        assert [(f.kind, f.command_ids) for f in idle] == [("occlude", ()), ("occlude", ())]
+        assert [f.sim_time_s for f in idle] == [0.0, 0.0333]  # step / 30, to 0.1 ms
+        runtime.dispatch(Command(command_id="m", skill="move_ee_to",
+                                 params={"target": [0.6, 0.2, 0.2], "speed_mps": 0.01},
+                                 resources=("arm",), start_within_ms=1000,
+                                 execution_timeout_ms=30_000))
+        busy = runtime.poll().faults
+        assert [(f.kind, f.timestep, f.command_ids) for f in busy] == [("occlude", 2, ("m",))]
+        end = runtime.finish_episode(max_hold_steps=3)  # fired while the robot is held still
+        assert [(f["kind"], f["timestep"]) for f in end.details["faults_after_task"]] == [
+            ("occlude", 3), ("occlude", 4), ("occlude", 5)]
+    finally:
+        runtime.close()
