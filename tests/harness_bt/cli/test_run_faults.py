@@ -83,3 +83,20 @@ def test_an_eval_episode_records_its_faults_and_the_report_counts_them(tmp_path:
                              "0 tolerated")
     assert (row["outcome"], row["sim_success"], row["false_success"]) == (
         "succeeded", True, False)
+
+
+def test_each_fault_reads_as_one_line_of_the_summary() -> None:
+    from harness_bt.cli.summary import fault_text
+
+    slip = {"kind": "slip", "timestep": 84, "sim_time_s": 2.8, "phase": "grasp",
+            "node": "grasp/raise", "skill": "lift",
+            "response": {"kind": "recovery", "node": "held/again", "after_s": 0.9},
+            "recovered": True, "tolerated": False}
+    assert fault_text(slip) == ("slip at step 84, 2.80 s in grasp at grasp/raise (lift); then a "
+                                "recovery at held/again: recovered")
+    nudge = {**slip, "kind": "nudge", "response": None, "recovered": False, "tolerated": True}
+    assert fault_text(nudge).endswith("; tolerated (no retry needed)")
+    failed = {**nudge, "tolerated": False}
+    assert fault_text(failed).endswith("; no retry or recovery followed")
+    late = {"kind": "occlude", "timestep": 400, "sim_time_s": None, "after_task": True}
+    assert fault_text(late) == "occlude at step 400; after the task ended"
