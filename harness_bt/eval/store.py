@@ -102,6 +102,10 @@ class ResultsStore:
         the columns added since, NULL in the rows already recorded."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
+            now = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if now is not None and now[0] == str(SCHEMA_VERSION):  # another driver migrated it
+                self._db.execute("COMMIT")
+                return
             for v in range(version + 1, SCHEMA_VERSION + 1):
                 for name in _ADDED[v]:
                     self._db.execute(f"ALTER TABLE episodes ADD COLUMN {name} {COLUMNS[name]}")

@@ -124,3 +124,12 @@ def test_a_run_that_asked_for_faults_and_saw_none_says_so_in_the_report() -> Non
     (entry,) = report["faults"]
     assert entry["line"] == "pick slip=0.3: asked slip=0.3; no fault fired in any episode"
     assert "<td class='n'>2 of 2</td>" in report_html(report)
+
+
+def test_a_migration_another_driver_finished_first_is_not_done_twice(tmp_path: Path) -> None:
+    _version_1_store(tmp_path / "results.sqlite")
+    with ResultsStore.in_dir(tmp_path) as first, ResultsStore.in_dir(tmp_path) as second:
+        # the second driver read version 1 before the first one's migration committed
+        second._migrate(1)
+        assert [r["episode"] for r in first.rows()] == ["7"]
+        assert second.record(row(9, [SLIP])) is True
