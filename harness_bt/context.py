@@ -214,6 +214,7 @@ class RunContext:
         self.cancel_requested_at: dict[str, float] = {}
         self.control_done_step: dict[str, int] = {}  # command id -> runtime timestep
         self.command_phase: dict[str, str] = {}
+        self.command_node: dict[str, str] = {}  # command id -> the path of the node that sent it
 
     def emit(self, kind: TraceKind, /, **fields: Any) -> None:
         self.trace.emit(kind, **fields)

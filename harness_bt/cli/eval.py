@@ -180,6 +180,7 @@ def eval_(
     if as_json:
         sys.stdout.write(json.dumps({"episodes": report["episodes"],
                                      "summary": report["summary"],
+                                     "faults": report["faults"],
                                      "store": str(out / STORE_NAME),
                                      "reuse": report.get("reuse")}) + "\n")
         return

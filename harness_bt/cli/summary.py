@@ -1,6 +1,7 @@
 """What ``harness run`` prints at the end of a run: each episode that did not end ``done`` with
 why (:func:`why_text`), the task's own success rate beside the simulator's metric, false
-successes, retries, recoveries, simulated and wall time, decision latency, the traces."""
+successes, retries, recoveries, simulated and wall time, decision latency, the injected faults
+that fired (or that none did), the traces."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from rich.text import Text
 
 from harness_bt.run.episodes import RunReport, percentile
 
-__all__ = ["render_summary", "why_text"]
+__all__ = ["fault_text", "render_summary", "why_text"]
 
 
 def _fmt(value: float | None, unit: str = "", digits: int = 1) -> str:
@@ -69,9 +70,44 @@ def render_summary(report: RunReport, console: Console) -> None:
         console.print("[yellow]note:[/] the simulator's final metric differs from the verdicts "
                       "read from how each episode ended (did the server run other episodes?)",
                       soft_wrap=True)
+    _print_faults(report, data["faults"], console)
     traces = [e.trace_path for e in report.episodes if e.trace_path]
     if traces:
         console.print(f"trace: {', '.join(traces)}", soft_wrap=True, highlight=False)
+
+
+def fault_text(fault: Mapping[str, Any]) -> str:
+    """One fault of an episode: what, when, where it hit, and what the tree did after it."""
+    where = (f" in {fault['phase']}" if fault.get("phase") else "") + \
+        (f" at {fault['node']}" if fault.get("node") else "") + \
+        (f" ({fault['skill']})" if fault.get("skill") else "")
+    if fault.get("after_task"):
+        then = "after the task ended"
+    elif fault.get("response"):
+        r = fault["response"]
+        then = f"then a {r['kind']} at {r['node']}" + \
+            (": recovered" if fault.get("recovered") else ": not recovered")
+    else:
+        then = "tolerated (no retry needed)" if fault.get("tolerated") else \
+            "no retry or recovery followed"
+    secs = f", {fault['sim_time_s']:.2f} s" if fault.get("sim_time_s") is not None else ""
+    return f"{fault['kind']} at step {fault['timestep']}{secs}{where}; {then}"
+
+
+def _print_faults(report: RunReport, counts: Mapping[str, Mapping[str, int]],
+                  console: Console) -> None:
+    for e in report.episodes:
+        for fault in e.faults:
+            console.print(f"episode {e.index} (seed {e.seed}): fault {fault_text(fault)}",
+                          soft_wrap=True, highlight=False)
+        if e.faults_note:
+            console.print(f"episode {e.index} (seed {e.seed}): [yellow]{e.faults_note}[/]",
+                          soft_wrap=True, highlight=False)
+    if counts or report.options.faults:
+        line = "; ".join(f"{k} {c['fired']} fired in {c['episodes']} episode(s), "
+                         f"{c['recovered']} recovered, {c['tolerated']} tolerated"
+                         for k, c in counts.items()) or "none fired"
+        console.print(f"faults: {line}", soft_wrap=True, highlight=False)
 
 
 _STOPPED = {"aborted_episode_ended": "the simulator ended the episode before the task ended",

@@ -89,6 +89,8 @@ def row_from_report(spec: EpisodeSpec, episode: str, report: EpisodeReport,
         "decision_latency_p99_ms": _ms(percentile(lat, 99)),
         "sim_time_s": round(report.sim_time_s, 4), "wall_s": round(report.wall_s, 3),
         "trace": report.trace_path, "worker": f"{socket.gethostname()}:{os.getpid()}",
+        "faults": [dict(f) for f in report.faults], "faults_asked": dict(spec.faults),
+        "faults_note": report.faults_note,
     }
 
 

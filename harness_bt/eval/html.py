@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from harness_bt.eval.columns import EPISODE_COLUMNS, SUMMARY_COLUMNS, Column
+from harness_bt.eval.faults import faults_html
 
 __all__ = ["report_html"]
 
@@ -245,6 +246,7 @@ def report_html(report: Mapping[str, Any]) -> str:
           f"{d['retries_per_episode']:.2f} / {d['recoveries_per_episode']:.2f}",
           "-" if d["decision_latency_p50_ms"] is None else f"{d['decision_latency_p50_ms']} ms",
           f"{d['wall_s']} s") for d in report["details"]], {2, 3, 4, 5, 6}))
+    parts.append(faults_html(report.get("faults", ())))
     parts.extend(_episodes(report))
     return ("<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{_e(report['title'])}</title><style>{_CSS}</style></head><body>"

@@ -8,7 +8,8 @@ phase the episode failed in; the mean simulated time per phase, phases in execut
 retries and recoveries; every episode (:mod:`harness_bt.eval.listing`) with links to its trace
 and, when it failed or was judged falsely, its replay page (``DIR/replays/*.html``, written
 from its trace as ``harness replay TRACE --html`` does); and, for ``harness compare``, the
-comparison. ``sections`` adds named parts (the reuse of a store, a comparison's notes).
+comparison; the injected faults per kind (:mod:`harness_bt.eval.faults`). ``sections`` adds
+named parts (the reuse of a store, a comparison's notes).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness_bt.errors import HarnessError
+from harness_bt.eval.faults import fault_summary
 from harness_bt.eval.listing import (
     episode_entry,
     episode_key,
@@ -129,7 +131,8 @@ def build_report(rows: Sequence[Mapping[str, Any]], *, title: str,
             "failed_episodes": [e for e in episodes if e["outcome"] != "succeeded"],
             "false_successes": [e for e in episodes if e["false_success"]],
             "false_failures": [e for e in episodes if e["false_failure"]],
-            "comparisons": [c.to_dict() for c in comparisons]}
+            "comparisons": [c.to_dict() for c in comparisons],
+            "faults": fault_summary(rows)}
 
 
 def write_report(report: Mapping[str, Any], out_dir: Path) -> tuple[Path, Path]:

@@ -5,6 +5,10 @@ The driver is the only writer. Each row is committed the moment its episode's re
 second result for a recorded episode is ignored, so an episode is recorded exactly once however
 often it ran. A rerun of the same evaluation asks :meth:`ResultsStore.recorded` and runs only
 what is missing; a driver killed mid-run loses at most the episodes in flight.
+
+Schema version 2 added each episode's injected faults (``faults``, ``faults_asked``,
+``faults_note``); a version-1 store is migrated when opened (its episodes' faults read as None:
+not recorded). A store of any other version is refused.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from harness_bt.eval.plan import EpisodeKey
 
 __all__ = ["COLUMNS", "SCHEMA_VERSION", "STORE_NAME", "ResultsStore"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STORE_NAME = "results.sqlite"
 
 #: column -> SQL type, in order; JSON columns hold text.
@@ -35,8 +39,15 @@ COLUMNS: dict[str, str] = {
     "decision_latency_p99_ms": "REAL", "sim_time_s": "REAL", "wall_s": "REAL", "trace": "TEXT",
     "worker": "TEXT", "attempts": "INTEGER NOT NULL", "error": "TEXT",
     "recorded_at": "REAL NOT NULL",
+    # version 2: the injected faults that fired (a JSON list, harness_bt.run.faults), the
+    # fault rates asked for (a JSON object) and the note when asked-for faults never fired;
+    # NULL in an episode recorded before (its faults were not recorded, which is not "none")
+    "faults": "TEXT", "faults_asked": "TEXT", "faults_note": "TEXT",
 }
+#: the columns each schema version added to the one before (how an older store is migrated)
+_ADDED: dict[int, tuple[str, ...]] = {2: ("faults", "faults_asked", "faults_note")}
 _JSON = ("phase_times",)  # {phase: seconds} in the order the episode first entered them
+_JSON_OR_NULL = ("faults", "faults_asked")
 _BOOL = ("sim_success", "false_success", "unknown")
 
 
@@ -104,11 +115,32 @@ class ResultsStore:
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
                              (str(SCHEMA_VERSION),))
             self._db.execute("COMMIT")
+        elif row[0] != str(SCHEMA_VERSION) and row[0] in {str(v - 1) for v in _ADDED}:
+            self._migrate(int(row[0]))
         elif row[0] != str(SCHEMA_VERSION):
             raise DefinitionError(
                 "STORE_VERSION", f"the results store {self.path} has schema version {row[0]}; "
                 f"this harness writes version {SCHEMA_VERSION}", where=str(self.path),
                 fix="evaluate into a new --out directory")
+
+    def _migrate(self, version: int) -> None:
+        """Bring a store of an older ``version`` to :data:`SCHEMA_VERSION` in one transaction:
+        the columns added since, NULL in the rows already recorded."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            now = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if now is not None and now[0] == str(SCHEMA_VERSION):  # another driver migrated it
+                self._db.execute("COMMIT")
+                return
+            for v in range(version + 1, SCHEMA_VERSION + 1):
+                for name in _ADDED[v]:
+                    self._db.execute(f"ALTER TABLE episodes ADD COLUMN {name} {COLUMNS[name]}")
+            self._db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                             (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def _refuse_foreign(self) -> None:
         """An SQLite file that is not a results store (tables, but no schema version of
@@ -156,7 +188,7 @@ class ResultsStore:
         values = dict(row)
         values["attempts"] = attempts
         values.setdefault("recorded_at", self._clock())
-        for name in _JSON:
+        for name in (*_JSON, *_JSON_OR_NULL):
             if name in values and not isinstance(values[name], str | None):
                 values[name] = json.dumps(values[name])  # phase_times: in entry order
         for name in _BOOL:
@@ -201,6 +233,8 @@ class ResultsStore:
             row = dict(zip(COLUMNS, values, strict=True))
             for name in _JSON:
                 row[name] = json.loads(row[name]) if row[name] else {}
+            for name in _JSON_OR_NULL:
+                row[name] = None if row[name] is None else json.loads(row[name])
             for name in _BOOL:
                 if row[name] is not None:
                     row[name] = bool(row[name])

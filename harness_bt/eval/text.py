@@ -84,6 +84,8 @@ def report_text(report: Mapping[str, Any]) -> str:
     for c in report.get("comparisons") or ():
         lines.extend(comparison_lines(c))
     lines.extend(["", *table(SUMMARY_COLUMNS, report["summary"])])
+    lines.extend(f"faults: {f['line']}" for f in report.get("faults") or ()
+                 if f["kinds"] or f["asked"])
     lines.extend(_phase_times(report))
     lines.extend(_failures(report))
     episodes = report["episodes"]

@@ -51,4 +51,5 @@ class TraceKind(StrEnum):
     FRAME = "frame"  # camera frames recorded beside the trace
     CONTROL = "control"  # a request from the live console
     PLANNER = "planner"  # a planner call that chose the task, or refused
+    FAULT_INJECTED = "fault_injected"  # the simulator injected a fault (slip, nudge, ...)
     RUN_END = "run_end"  # the result

@@ -42,6 +42,7 @@ __all__ = [
     "DrainingEvent",
     "ErrorEvent",
     "FailureEvent",
+    "FaultInjectedEvent",
     "FrameEvent",
     "HandoverEvent",
     "LatencyEvent",
@@ -410,6 +411,24 @@ class PlannerEvent(Event):
 
 
 @_record
+class FaultInjectedEvent(Event):
+    """``fault_injected``: the simulator injected ``fault`` (slip, nudge, occlude, ...) in
+    step ``timestep`` of the episode (``sim_time_s`` after it began), while the runtime
+    executed ``command_id`` (the envelope's; None: no command of this run) for node
+    ``node_path`` of ``phase``; ``running``: every command the runtime was executing."""
+
+    fault: str = field_of(text)
+    timestep: int = field_of(integer)
+    sim_time_s: float | None = field_of(_num, default=None)
+    phase: str | None = field_of(_str, default=None)
+    node_path: str | None = field_of(_str, default=None)
+    skill: str | None = field_of(_str, default=None)
+    worker_id: str = field_of(text, default="")
+    details: dict[str, Any] = field_of(mapping, default={})
+    running: tuple[str, ...] = field_of(texts, default=())
+
+
+@_record
 class RunEndEvent(Event):
     """``run_end``: the run's result (``result``: all of it, as written)."""
 
@@ -443,4 +462,5 @@ RECORDS: dict[TraceKind, type[Event]] = {
     TraceKind.DRAINING: DrainingEvent, TraceKind.DRAIN_TIMEOUT: DrainTimeoutEvent,
     TraceKind.FRAME: FrameEvent, TraceKind.CONTROL: ControlEvent,
     TraceKind.PLANNER: PlannerEvent, TraceKind.RUN_END: RunEndEvent,
+    TraceKind.FAULT_INJECTED: FaultInjectedEvent,
 }

@@ -249,6 +249,7 @@ class SkillAction(HarnessNode):
         if self.handover:
             self.scope.handover.add(self.command_id)
         ctx.command_phase[self.command_id] = self.scope.phase
+        ctx.command_node[self.command_id] = self.path
         return None
 
     def _plan(self, skill: SkillContract) -> Command | Status:

@@ -32,6 +32,7 @@ from harness_bt.errors import DefinitionError
 from harness_bt.evaluation import EvaluatorRegistry
 from harness_bt.ledger import Command
 from harness_bt.plugins import Registry
+from harness_bt.run.faults import fault_counts, fault_outcomes, faults_note, late_faults
 from harness_bt.run.loop import StopRule, tick_until_finished
 from harness_bt.run.loop import max_ticks as max_ticks_rule
 from harness_bt.run.resume import DurableRun
@@ -110,6 +111,10 @@ class EpisodeReport:
     details: Mapping[str, Any] = field(default_factory=dict)
     #: why it did not end ``done`` (:func:`~harness_bt.run.why.why_not_done`), else None
     why: Mapping[str, Any] | None = None
+    #: the injected faults that fired (:func:`~harness_bt.run.faults.fault_outcomes`) and,
+    #: for a run that asked for faults, which kinds did not fire
+    faults: tuple[Mapping[str, Any], ...] = ()
+    faults_note: str | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -139,6 +144,7 @@ class EpisodeReport:
             "phases_visited": list(self.phases_visited), "trace": self.trace_path,
             "details": dict(self.details),
             "why": None if self.why is None else dict(self.why),
+            "faults": [dict(f) for f in self.faults], "faults_note": self.faults_note,
         }
 
 
@@ -212,6 +218,7 @@ class RunReport:
                                     "p99": _ms(percentile(lat, 99)), "n": len(lat)},
             "final_metric": None if self.final_metric is None else dict(self.final_metric),
             "final_metric_agrees": self.final_metric_agrees,
+            "faults": fault_counts(e.faults for e in self.episodes),
             "options": {"task": self.options.task, "sim_url": self.options.sim_url,
                         "episodes": self.options.episodes, "seed": self.options.seed,
                         "faults": dict(self.options.faults),
@@ -415,6 +422,9 @@ def run_episodes(
                 recorder.close()
             result = runner.result
             assert result is not None
+            faults = [*fault_outcomes(runner.trace.events, succeeded=result.outcome == "succeeded",
+                                      sim_success=end.sim_success),
+                      *late_faults(end.details.get("faults_after_task", ()))]
             reports.append(EpisodeReport(
                 index=index, seed=options.seed + index, outcome=result.outcome,
                 reason=result.reason, sim_success=end.sim_success, sim_ended_by=end.ended_by,
@@ -425,6 +435,7 @@ def run_episodes(
                 decision_latency_s=tuple(timed.latencies),
                 phases_visited=tuple(result.phases_visited), trace_path=path,
                 why=why_not_done(runner.trace.events, result.reason, result.command_reasons),
+                faults=tuple(faults), faults_note=faults_note(options.faults, faults),
                 details={"final_state": result.final_state,
                          "command_reasons": {k: v for k, v in result.command_reasons.items()
                                              if result.commands[k] != "SUCCEEDED"},

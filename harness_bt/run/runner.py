@@ -43,6 +43,7 @@ from harness_bt.ledger import CommandRecord, CommandState, HistoryEntry, Ledger
 from harness_bt.run import checkpoint, loop
 from harness_bt.run.bound_trees import RunTrees
 from harness_bt.run.checkpoint import Checkpointer, RunProgress
+from harness_bt.run.faults import trace_fault
 from harness_bt.run.journal import RunCheckpoint
 from harness_bt.run.loop import ChartListener, RunPhase, tick_until_finished
 from harness_bt.run.reconcile import Reconciler
@@ -313,6 +314,8 @@ class TaskRunner:
                 self.ledger.apply(ev, now=now)
             else:
                 ctx.emit(TraceKind.ORPHAN_EVENT, command_id=ev.command_id, event=ev.to_wire())
+        for fault in res.faults:  # before a notice that the episode ended stops the run
+            trace_fault(ctx, fault, self.active_phases())
         for notice in res.notices:
             ctx.emit(TraceKind.NOTICE, kind=notice.kind, worker_id=notice.worker_id,
                      notice=notice.data)

@@ -7,6 +7,8 @@ seams between ``harness_bt`` and the packages that execute commands.
   runtime over a step-driven simulator, and how ``harness run`` opens one by name;
 - :mod:`~harness_bt.runtime.executor`: :class:`~harness_bt.runtime.executor.Executor`, how a
   runtime runs one command step by step (provided by skills packages);
+- :mod:`~harness_bt.runtime.faults`: :class:`~harness_bt.runtime.faults.FaultFired`, a fault
+  a simulator injected, as the harness's trace records it;
 - :mod:`~harness_bt.runtime.observation`: :class:`~harness_bt.runtime.observation.Observation`,
   what a runtime sees.
 """

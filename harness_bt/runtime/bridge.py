@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from harness_bt.ledger import Command, CommandEvent
+from harness_bt.runtime.faults import FaultFired
 from harness_bt.runtime.observation import Observation
 
 __all__ = ["Ack", "BridgeNotice", "PollResult", "RuntimeBridge", "RuntimeState", "RuntimeStatus"]
@@ -73,15 +74,17 @@ class BridgeNotice:
 
 @dataclass(frozen=True, slots=True)
 class PollResult:
-    """What one ``poll()`` brought in, oldest first."""
+    """What one ``poll()`` brought in, oldest first; ``faults``: the faults a simulator
+    injected in the steps it ran (:mod:`harness_bt.runtime.faults`)."""
 
     events: tuple[CommandEvent, ...] = ()
     observations: tuple[Observation, ...] = ()
     notices: tuple[BridgeNotice, ...] = ()
+    faults: tuple[FaultFired, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.events or self.observations or self.notices)
+        return not (self.events or self.observations or self.notices or self.faults)
 
 
 @runtime_checkable

@@ -8,19 +8,22 @@ next episode's first observation, ``reset`` True). When the server has no episod
 True, ``metric`` the final metric). A step whose answer was lost raises the client's
 ``StepOutcomeUnknown``; the client settles it from the next observation's timestep. The
 client's notices (rollover, final metric, unknown and settled steps) pass through
-``notices()``. ``num_steps`` and ``judged`` (False when the server's scenes have no success
-condition: its episodes end only by timeout, which is then no verdict) come from a harness-bt
-server's ``GET /harness/sim`` (None and True from other servers).
+``notices()``, the faults a harness-bt server injected through ``faults()``. ``num_steps``
+and ``judged`` (False when the server's scenes have no success condition: its episodes end
+only by timeout, which is then no verdict) come from a harness-bt server's
+``GET /harness/sim`` (None and True from other servers).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from harness_bt.errors import BridgeError
 from harness_bt.runtime.bridge import BridgeNotice
+from harness_bt.runtime.faults import FaultFired
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.genmanip.client import ClientOptions, GenManipClient, Timeouts, WorkerResult
 
@@ -48,6 +51,7 @@ class GenManipBackend:
         self.sim_info: dict[str, Any] | None = None
         self.judged = True
         self._created = False
+        self._faults: list[FaultFired] = []
 
     def reset(self) -> Observation:
         if not self._created:
@@ -70,6 +74,11 @@ class GenManipBackend:
     def notices(self) -> list[BridgeNotice]:
         return self.client.notices()
 
+    def faults(self) -> list[FaultFired]:
+        """The injected faults the server reported since the last call, oldest first."""
+        out, self._faults = self._faults, []
+        return out
+
     def close(self) -> None:
         if self.kill_on_close and self._created:
             with contextlib.suppress(BridgeError):
@@ -77,6 +86,8 @@ class GenManipBackend:
         self.client.close()
 
     def _read(self, result: WorkerResult) -> Observation:
+        self._faults.extend(dataclasses.replace(
+            f, sim_time_s=round(f.timestep * self.control_period_s, 4)) for f in result.faults)
         if result.obs is None:
             self.done = True
             self.metric = dict(result.metric or {})

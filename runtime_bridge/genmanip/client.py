@@ -9,6 +9,8 @@
 * Episode rollover, workers finishing with their final metric, and unknown / settled steps are
   surfaced as :class:`~harness_bt.runtime.bridge.BridgeNotice` events
   (:meth:`GenManipClient.notices`).
+* A harness-bt server's answers carry the faults its simulator injected in the step (an extra
+  ``faults`` key beside ``obs`` and ``metric``): :attr:`WorkerResult.faults`.
 * With ``fast_path`` the client asks for the harness-bt frames encoding; a server that does not
   speak it (upstream) answers in the compatible encoding, which is read as well. With ``shm``
   too (the default) it first negotiates the same-host shared-memory path with a harness-bt
@@ -32,6 +34,7 @@ import numpy as np
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import BridgeError
 from harness_bt.runtime.bridge import BridgeNotice
+from harness_bt.runtime.faults import FaultFired, faults_from_wire
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.genmanip import codec
 from runtime_bridge.genmanip.actions import GenManipEmbodiment, validate_action
@@ -67,6 +70,8 @@ class WorkerResult:
     worker_id: str
     obs: Observation | None
     metric: dict[str, float] | None = None
+    #: the faults the simulator injected in this step (a harness-bt server's extra ``faults``)
+    faults: tuple[FaultFired, ...] = ()
 
     @property
     def done(self) -> bool:
@@ -408,6 +413,7 @@ class GenManipClient:
                     self._notice("final_metric", wid, metric=final, route=route)
                 out[wid] = WorkerResult(wid, None, final)
                 continue
+            faults = self._faults(entry.get("faults"), wid, route)
             if obs.reset:
                 self.episodes_seen[wid] = self.episodes_seen.get(wid, 0) + 1
                 if route == "/step":
@@ -415,8 +421,19 @@ class GenManipClient:
                                  previous_timestep=self.last_timestep.get(wid),
                                  episode=self.episodes_seen[wid])
             self.last_timestep[wid] = obs.timestep
-            out[wid] = WorkerResult(wid, obs, dict(metric) if isinstance(metric, Mapping) else None)
+            out[wid] = WorkerResult(wid, obs, dict(metric) if isinstance(metric, Mapping) else None,
+                                    faults)
         return out
+
+    def _faults(self, raw: Any, wid: str, route: str) -> tuple[FaultFired, ...]:
+        """The faults of a worker's answer; a malformed list is left out, with a
+        ``faults_unreadable`` notice holding the error (the step itself was applied)."""
+        try:
+            return tuple(faults_from_wire(raw, worker_id=wid,
+                                          where=f"{route} worker {wid!r} faults"))
+        except BridgeError as exc:
+            self._notice("faults_unreadable", wid, route=route, error=exc.to_dict())
+            return ()
 
 
 class _LostAnswer(Exception):

@@ -24,7 +24,11 @@ plus the episode protocol of :mod:`harness_bt.runtime.episodes`:
   the simulator's verdict: GenManip ends an episode early only on success, so an episode that
   ended before ``num_steps`` succeeded (checked against the final metric when it arrives);
 - the GenManip client's notices (rollover, final metric, unknown and settled steps) pass
-  through ``poll``.
+  through ``poll``;
+- the faults the simulator injected (a backend's ``faults()``: the built-in simulator, a
+  harness-bt GenManip server) go out in ``poll``'s ``faults``, each with the commands executing
+  in the step it fired in; those that fire while ``finish_episode`` holds the robot are in
+  the episode end's ``faults_after_task``.
 
 One thread drives it (the runner's).
 """
@@ -32,6 +36,7 @@ One thread drives it (the runner's).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -44,6 +49,7 @@ from harness_bt.runtime.backend import Backend
 from harness_bt.runtime.bridge import Ack, BridgeNotice, PollResult, RuntimeStatus
 from harness_bt.runtime.episodes import EpisodeEnd, EpisodeStart
 from harness_bt.runtime.executor import ExecutorFactory, executable_skills
+from harness_bt.runtime.faults import FaultFired
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.host import ExecutorHost, HostConfig
 from runtime_bridge.inproc.frames import DEFAULT_MONITOR_HZ, BatchClock, FramePolicy
@@ -97,6 +103,10 @@ class InProcRuntime:
         #: most simulator steps one poll runs while nobody looks (frames on demand only)
         self.batch_steps = batch_steps
         self._quiet = False
+        faults = getattr(backend, "faults", None)
+        #: the backend's injected faults since the last call (None: it reports none)
+        self._fault_source = faults if callable(faults) else None
+        self._faults: list[FaultFired] = []
         source = getattr(backend, "frames", None)
         #: frames on demand (a simulator that renders on demand), else None
         self.frames = None if source is None else FramePolicy(
@@ -153,7 +163,9 @@ class InProcRuntime:
                 obs = self._advance()
             if obs is not None:
                 observations.append(obs)
-        return PollResult(tuple(self._events()), tuple(observations), tuple(self._take_notices()))
+        faults, self._faults = self._faults, []
+        return PollResult(tuple(self._events()), tuple(observations), tuple(self._take_notices()),
+                          tuple(faults))
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -210,6 +222,7 @@ class InProcRuntime:
         self._events()
         notices = [{"kind": n.kind, "worker_id": n.worker_id, **n.data}
                    for n in self._take_notices()]
+        late, self._faults = self._faults, []  # fired while the robot was held still
         if not ep.over and not getattr(self.backend, "judged", True):
             ep.over = True
             ep.ended_by = "not_judged"
@@ -221,7 +234,8 @@ class InProcRuntime:
         end = EpisodeEnd(ep.index, ep.ended_by, self._verdict(ep), ep.last_timestep + 1, ep.held,
                          self._metric if ep.final else None,
                          {"last_timestep": ep.last_timestep, "num_steps": self.num_steps,
-                          "notes": list(ep.notes), "notices": notices})
+                          "notes": list(ep.notes), "notices": notices,
+                          "faults_after_task": [f.to_dict() for f in late]})
         self.episodes.append(end)
         return end
 
@@ -257,6 +271,7 @@ class InProcRuntime:
                 if latest is not None:  # what a frame-reading executor steps from
                     self.host.observe(latest)
             self.frames.before_step(executors)
+        running = tuple(self.host.active()) if self._fault_source is not None else ()
         try:
             result = self.host.step()
         except BridgeError as exc:
@@ -270,6 +285,9 @@ class InProcRuntime:
             return None
         self._failures = 0
         self.steps += 1
+        if self._fault_source is not None:  # the commands whose actions the step carried
+            self._faults.extend(dataclasses.replace(f, command_ids=running)
+                                for f in self._fault_source())
         obs = result.observation
         if self.frames is not None and not obs.reset:
             rendered = self.frames.after_step(obs, result.events, self.host.active())

@@ -6,7 +6,8 @@ It speaks GenManip semantics: ``reset`` starts the next episode; an episode ends
 observation (``reset`` True). When every episode is done, ``step`` raises
 :class:`~harness_bt.errors.BridgeError` ``EPISODES_DONE`` (``done`` turns True and ``metric``
 holds the final ``{task: mean success}``). Rollovers and the final metric are also reported as
-:class:`~harness_bt.runtime.bridge.BridgeNotice` (``notices()``), as the GenManip client does.
+:class:`~harness_bt.runtime.bridge.BridgeNotice` (``notices()``), as the GenManip client does;
+the injected faults that fired, as :class:`~harness_bt.runtime.faults.FaultFired` (``faults()``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from harness_bt.errors import BridgeError
 from harness_bt.runtime.bridge import BridgeNotice
+from harness_bt.runtime.faults import FaultFired, faults_from_wire
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.genmanip.observations import observation_from_wire
 from runtime_bridge.sim.config import SimConfig
@@ -43,6 +45,7 @@ class SimBackend:
         self.episodes = 0
         self._last_timestep: int | None = None
         self._notices: list[BridgeNotice] = []
+        self._faults: list[FaultFired] = []
 
     def reset(self) -> Observation:
         return self._read(self.env.reset(), "/reset")
@@ -67,10 +70,18 @@ class SimBackend:
         out, self._notices = self._notices, []
         return out
 
+    def faults(self) -> list[FaultFired]:
+        """The injected faults that fired since the last call, oldest first."""
+        out, self._faults = self._faults, []
+        return out
+
     def close(self) -> None:
         self.env.close()
 
     def _read(self, entry: Mapping[str, Any], route: str) -> Observation:
+        self._faults.extend(faults_from_wire(entry.get("faults"), worker_id=self.worker_id,
+                                             step_s=self.control_period_s,
+                                             where=f"sim worker {self.worker_id} {route} faults"))
         if entry.get("obs") is None:
             if not self.done:
                 self.done = True

@@ -2,9 +2,11 @@
 
 ``reset()`` and ``step(message)`` return exactly what one worker's entry in a GenManip
 ``/reset`` / ``/step`` response holds: ``{"obs": OBS, "metric": None}`` during the episodes,
-``{"obs": None, "metric": {scene: mean_success}}`` once every episode is done. An episode ends
-inside ``step`` when the scene's success reaches 1 or after ``num_steps`` steps; that same
-answer then carries the next episode's first observation (``reset`` True, ``timestep`` 0).
+``{"obs": None, "metric": {scene: mean_success}}`` once every episode is done; a step in
+which injected faults fired carries them too (``"faults": [{"kind", "step", ...}]``). An
+episode ends inside ``step`` when the scene's success reaches 1 or after ``num_steps``
+steps; that same answer then carries the next episode's first observation (``reset`` True,
+``timestep`` 0).
 
 Ground truth (object poses, what the hand holds) is for tests and benchmarks only:
 :meth:`SimEnv.ground_truth` and :meth:`SimEnv.results`, never inside an observation.
@@ -66,6 +68,7 @@ class SimEnv:
         self.timestep = 0
         self.progress = Progress()
         self.faults: FaultInjector | None = None
+        self._faults_sent = 0  # faults of the episode already reported in an answer
         self.done = False
         self._started = False
         self.last_ik_ok = True
@@ -97,9 +100,11 @@ class SimEnv:
         self.timestep += 1
         success = self.task.success(self.scene, self.progress)
         if (success is not None and success >= 1.0) or self.timestep >= self.config.num_steps:
+            fired = self._new_faults()  # of the episode that ends here
             self._record(success)
-            return self._start_next()
-        return {"obs": self._observe(reset=False), "metric": None}
+            return self._with_faults(self._start_next(), fired)
+        entry = {"obs": self._observe(reset=False), "metric": None}
+        return self._with_faults(entry, self._new_faults())
 
     def render_now(self, cameras: set[str] | None = None) -> dict[str, Any]:
         """The latest observation again, with frames of ``cameras`` (None: every camera)
@@ -170,8 +175,26 @@ class SimEnv:
         self.faults = FaultInjector(self.config.faults,
                                     np.random.default_rng([spec.seed, 0xFA17]),
                                     self.task.target)
+        self._faults_sent = 0
         self.last_ik_ok = True
         return {"obs": self._observe(reset=True), "metric": None}
+
+    def _new_faults(self) -> list[dict[str, Any]]:
+        """The faults fired since the last answer said so (an episode's faults go out with
+        the answers of its steps; one in its first observation, with its first step's)."""
+        assert self.faults is not None
+        new = self.faults.fired[self._faults_sent:]
+        self._faults_sent = len(self.faults.fired)
+        return [dict(f) for f in new]
+
+    @staticmethod
+    def _with_faults(entry: dict[str, Any], fired: list[dict[str, Any]]) -> dict[str, Any]:
+        """A worker's answer with ``faults`` (the faults fired in the step) when any fired: an
+        extra key beside ``obs`` and ``metric``, which GenManip clients that do not know it
+        leave alone; without faults the answer is exactly GenManip's."""
+        if fired:
+            entry["faults"] = fired
+        return entry
 
     def _final(self) -> dict[str, Any]:
         return {"obs": None, "metric": self.book.final_metric()}

@@ -12,7 +12,8 @@ a target: the first one approached is nudged, the first one carried slips.
   image (dark pixels, depth a few cm from the lens) for ``rates.occlude_steps`` steps.
 * **drop** / **delay**: per ``/step`` decisions for the HTTP server (:class:`TransportFaults`).
 
-Every fault that fires is recorded (episode step, kind, details) in the episode's result.
+Every fault that fires is recorded (episode step, kind, details) in the episode's result, and
+goes out with the answer of the step it fired in (:class:`~runtime_bridge.sim.env.SimEnv`).
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ class FaultInjector:
                 x, y = pos[0] + dist * np.cos(angle), pos[1] + dist * np.sin(angle)
                 scene.set_object_xy(approached, x, y)
                 self.fired.append({"step": step, "kind": "nudge", "object": approached,
-                                   "offset_m": [round(dist * np.cos(angle), 4),
-                                                round(dist * np.sin(angle), 4)]})
+                                   "offset_m": [round(float(dist * np.cos(angle)), 4),
+                                                round(float(dist * np.sin(angle)), 4)]})
         if self._slip_left:
             self._slip_left -= 1
             if not self._slip_left and self._slipping is not None:

@@ -174,6 +174,11 @@ SAMPLES: dict[TraceKind, dict[str, Any]] = {
     TraceKind.PLANNER: {"call": 0, "instruction": "fetch the cup", "planner": "rules",
                         "prompt_digest": "ab12", "answer": "{}", "plan": {"task": "fetch"},
                         "refusal": None},
+    TraceKind.FAULT_INJECTED: {"fault": "slip", "timestep": 212, "sim_time_s": 7.0667,
+                               "worker_id": "0", "phase": "transport",
+                               "node_path": "carry/move", "skill": "move_to",
+                               "details": {"object": "red_cube", "steps": 8},
+                               "running": ["r/transport.1/carry/move#1"]},
 }
 
 

@@ -63,7 +63,7 @@ def test_a_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     db.commit()
     db.close()
     with pytest.raises(DefinitionError, match="has schema version 99; this harness writes "
-                       "version 1") as err:
+                       "version 2") as err:
         ResultsStore.in_dir(tmp_path)
     assert err.value.code == "STORE_VERSION"
 
