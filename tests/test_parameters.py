@@ -28,7 +28,6 @@ NOT_YET = {
     "harness_bt/console/server.py:__init__": "the console's address, token, rates and limits",
     "policies/server.py:__init__": "the policy server's address and limits",
     "runtime_bridge/genmanip/server.py:create_app": "the GenManip app's token, limits, faults",
-    "runtime_bridge/ros2/server.py:__init__": "the ROS 2 robot's domain, journal and clock",
 }
 
 

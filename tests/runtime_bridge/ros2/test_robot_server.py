@@ -19,7 +19,7 @@ from runtime_bridge.ros2.actions import ActionClient, goal_uuid
 from runtime_bridge.ros2.bridge import Ros2Bridge
 from runtime_bridge.ros2.dds import Participant
 from runtime_bridge.ros2.mapping import SkillMapping, load_mapping
-from runtime_bridge.ros2.server import EXECUTE_SKILL, Ros2RobotServer
+from runtime_bridge.ros2.server import EXECUTE_SKILL, RobotServerSettings, Ros2RobotServer
 from runtime_bridge.ros2.types import RosTypes
 from tests.runtime_bridge import executors
 
@@ -54,10 +54,11 @@ class Robot:
 
     def start(self) -> Ros2RobotServer:
         self.server = Ros2RobotServer(KinematicBackend(dt=1 / 30), executors.factory,
-                                      _mapping(self.types), self.types, domain=self.domain,
-                                      journal=str(self.tmp / "runtime.db"),
-                                      goals_file=str(self.tmp / "goals.jsonl"),
-                                      publish_images=False)
+                                      _mapping(self.types), self.types, RobotServerSettings(
+                                          domain=self.domain,
+                                          journal=str(self.tmp / "runtime.db"),
+                                          goals_file=str(self.tmp / "goals.jsonl"),
+                                          publish_images=False))
         self.server.start()
         return self.server
 
