@@ -156,15 +156,19 @@ def _payload(sample: Any) -> bytes:
 class ZenohSession:
     """A :class:`~runtime_bridge.ros2.transport.Transport` over one Zenoh session on
     ``domain`` (see the module docstring). Everything made through it is undeclared by
-    ``close()``, which also closes the session."""
+    ``close()``, which also closes the session it opened. Given an open ``session``, it is one
+    more ROS 2 node on it (as rmw_zenoh puts every node of a context on one session): what it
+    declares goes at ``close()``, the session stays its owner's."""
 
-    def __init__(self, domain: int, types: RosTypes, endpoints: ZenohEndpoints) -> None:
+    def __init__(self, domain: int, types: RosTypes, endpoints: ZenohEndpoints,
+                 session: Any = None) -> None:
         if not 0 <= int(domain) <= 232:
             raise BridgeError("INVALID_DOMAIN", f"ROS_DOMAIN_ID {domain!r} is outside 0..232",
                               where="zenoh://", fix="pick a domain id from 0 to 232")
         self.domain, self.types, self.endpoints = int(domain), types, endpoints
+        self._owns_session = session is None
         try:
-            self.session = zenoh.open(endpoints.config())
+            self.session = zenoh.open(endpoints.config()) if session is None else session
         except zenoh.ZError as exc:
             raise BridgeError("ZENOH_UNAVAILABLE", f"a Zenoh session could not open: {exc}",
                               where=f"listen={list(endpoints.listen)} connect="
@@ -250,7 +254,8 @@ class ZenohSession:
             with contextlib.suppress(zenoh.ZError):  # already gone with its session
                 thing.undeclare()
         self._owned.clear()
-        self.session.close()
+        if self._owns_session:
+            self.session.close()
 
 
 def _now_ns() -> int:
