@@ -3,7 +3,8 @@
 Why rmw_zenoh's conventions and not zenoh-bridge-ros2dds's: the bridge is a ROS 2 node of its
 own, so it should look like one on the wire; rmw_zenoh is the ROS 2 middleware whose peers are
 plain Zenoh sessions (no DDS behind), and its key expressions carry the domain and the type,
-so two robots on one router stay apart. docs/ros2.md ("Zenoh") gives the sources.
+so two robots on one router stay apart. docs/ros2.md gives the sources, and what could not
+be checked against a real rmw_zenoh peer.
 
 - A topic ``/ns/name`` of type ``pkg/msg/T`` is the key expression
   ``<domain>/ns/name/pkg::msg::dds_::T_/<type hash>`` (rmw_zenoh ``liveliness_utils.cpp``,

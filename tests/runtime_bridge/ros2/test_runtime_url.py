@@ -84,3 +84,12 @@ def test_a_zenoh_runtime_refuses_the_simulators_options_before_connecting() -> N
     with pytest.raises(DefinitionError, match="--sim configure the built-in simulator"):
         open_zenoh(RunOptions(task="t", runtime_url="zenoh://127.0.0.1:7447",
                               sim_url="http://x"))
+
+
+def test_serve_zenoh_without_ros2_is_refused(capfd: pytest.CaptureFixture[str]) -> None:
+    from harness_bt.cli import main
+
+    code = main(["sim", "serve", "--zenoh", "tcp/127.0.0.1:7447"])
+    out = capfd.readouterr()
+    assert code != 0
+    assert "only the ROS 2 robot (--ros2) speaks Zenoh" in out.err + out.out
