@@ -72,8 +72,6 @@ def build_server(*, scene: str, params: Mapping[str, Any] | None, seed: int, dom
     except BaseException:
         backend.close()
         raise
-    server.transport_info = {"transport": "dds"} if zenoh is None else {
-        "transport": "zenoh", "zenoh": zenoh}
     return server
 
 
@@ -81,6 +79,8 @@ def serve_ros2(**kwargs: Any) -> None:
     """Serve until SIGINT / SIGTERM; prints one JSON line once ready."""
     truth = bool(kwargs.pop("truth", False))
     server = build_server(**kwargs)
+    zenoh = kwargs.get("zenoh")
+    over = {"transport": "dds"} if zenoh is None else {"transport": "zenoh", "zenoh": zenoh}
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -88,7 +88,7 @@ def serve_ros2(**kwargs: Any) -> None:
         info = server.start()
         publish = server.participant.writer("/harness/sim/truth", "std_msgs/msg/String") \
             if truth else None
-        print(json.dumps({"ready": True, "pid": os.getpid(), **info, **server.transport_info}),
+        print(json.dumps({"ready": True, "pid": os.getpid(), **info, **over}),
               flush=True)
         while not stop.is_set() and not server.wait(0.1):
             if publish is not None:
