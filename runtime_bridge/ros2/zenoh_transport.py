@@ -209,13 +209,13 @@ class ZenohSession:
         self.types.require(ros_type, where=ros_topic)
         reliable, durable, depth = _QOS[qos]
         key = key_expr(self.domain, ros_topic, ros_type)
-        options = {"reliability": zenoh.Reliability.RELIABLE if reliable
-                   else zenoh.Reliability.BEST_EFFORT,
-                   "congestion_control": zenoh.CongestionControl.BLOCK if reliable
-                   else zenoh.CongestionControl.DROP}
+        reliability = zenoh.Reliability.RELIABLE if reliable else zenoh.Reliability.BEST_EFFORT
+        congestion = zenoh.CongestionControl.BLOCK if reliable else zenoh.CongestionControl.DROP
         pub = self._own(zext.declare_advanced_publisher(
             self.session, key, cache=zext.CacheConfig(depth), publisher_detection=True,
-            **options) if durable else self.session.declare_publisher(key, **options))
+            reliability=reliability, congestion_control=congestion) if durable
+            else self.session.declare_publisher(key, reliability=reliability,
+                                                congestion_control=congestion))
         gid = self.token("MP", ros_topic, ros_type, qos)
         seq = itertools.count(1)
 
@@ -230,7 +230,8 @@ class ZenohSession:
         self.types.require(ros_type, where=ros_topic)
         _, durable, depth = _QOS[qos]
         key = key_expr(self.domain, ros_topic, ros_type)
-        channel = zenoh.handlers.RingChannel(max(depth, 64 if qos == "default" else depth))
+        channel: Any = zenoh.handlers.RingChannel(max(depth, 64 if qos == "default"
+                                                      else depth))
         sub = self._own(zext.declare_advanced_subscriber(
             self.session, key, channel, history=zext.HistoryConfig(
                 detect_late_publishers=True, max_samples=depth)) if durable
