@@ -253,7 +253,9 @@ class ZenohSession:
             return
         self._closed = True
         for thing in reversed(self._owned):
-            with contextlib.suppress(zenoh.ZError):  # already gone with its session
+            # ZError: already gone with its session; RuntimeError: in use by a thread that was
+            # not stopped first (closing the session below undeclares it all the same)
+            with contextlib.suppress(zenoh.ZError, RuntimeError):
                 thing.undeclare()
         self._owned.clear()
         if self._owns_session:

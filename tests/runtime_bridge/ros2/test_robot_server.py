@@ -49,8 +49,9 @@ def _command(cid: str, skill: str, **params: Any) -> Command:
 
 
 class Robot:
-    def __init__(self, make: Callable[[], Transport], types: RosTypes, tmp: Path) -> None:
-        self.make, self.types, self.tmp = make, types, tmp
+    def __init__(self, make: Callable[[], Transport], types: RosTypes, tmp: Path,
+                 closing: Callable[..., Any]) -> None:
+        self.make, self.types, self.tmp, self.closing = make, types, tmp, closing
         self.server: Ros2RobotServer | None = None
 
     def start(self) -> Ros2RobotServer:
@@ -60,6 +61,9 @@ class Robot:
                                           journal=str(self.tmp / "runtime.db"),
                                           goals_file=str(self.tmp / "goals.jsonl"),
                                           publish_images=False))
+        # stopped before the transport it made is closed (teardown closes the last made
+        # first): the control thread must not be polling a closed session
+        self.closing(self, self.stop)
         self.server.start()
         return self.server
 
@@ -72,8 +76,7 @@ class Robot:
 @pytest.fixture
 def robot(transport: Callable[[], Transport], types: RosTypes, tmp_path: Path,
           closing: Callable[..., Any]) -> Robot:
-    made = Robot(transport, types, tmp_path)
-    closing(made, made.stop)
+    made = Robot(transport, types, tmp_path, closing)
     made.start()
     return made
 
