@@ -109,11 +109,11 @@ class ActionClient:
         self.action_type = action_type
         self._p = _Parts(participant, name, action_type)
         self._send = participant.service_client(action_service(name, "send_goal"),
-                                   action_type + "_SendGoal")
+                                                action_type + "_SendGoal")
         self._result = participant.service_client(action_service(name, "get_result"),
-                                     action_type + "_GetResult")
+                                                  action_type + "_GetResult")
         self._cancel = participant.service_client(action_service(name, "cancel_goal"),
-                                     CANCEL_GOAL)
+                                                  CANCEL_GOAL)
         self._feedback = participant.reader(action_topic(name, "feedback"),
                                             action_type + "_FeedbackMessage")
         self._status = participant.reader(action_topic(name, "status"),
@@ -209,11 +209,11 @@ class ActionServer:
         self.action_type = action_type
         self._p = _Parts(participant, name, action_type)
         self._send = participant.service_server(action_service(name, "send_goal"),
-                                   action_type + "_SendGoal")
+                                                action_type + "_SendGoal")
         self._result = participant.service_server(action_service(name, "get_result"),
-                                     action_type + "_GetResult")
+                                                  action_type + "_GetResult")
         self._cancel = participant.service_server(action_service(name, "cancel_goal"),
-                                     CANCEL_GOAL)
+                                                  CANCEL_GOAL)
         self._feedback = participant.writer(action_topic(name, "feedback"),
                                             action_type + "_FeedbackMessage")
         self._status = participant.writer(action_topic(name, "status"),
