@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from harness_bt.errors import DefinitionError
@@ -93,3 +95,19 @@ def test_serve_zenoh_without_ros2_is_refused(capfd: pytest.CaptureFixture[str]) 
     out = capfd.readouterr()
     assert code != 0
     assert "only the ROS 2 robot (--ros2) speaks Zenoh" in out.err + out.out
+
+
+def test_a_zenoh_robot_that_does_not_answer_is_unreachable_naming_the_endpoint_and_a_fix(
+        closing: Any) -> None:
+    from harness_bt.errors import BridgeError
+    from runtime_bridge.ros2.zenoh_runtime import open_runtime as open_zenoh
+    from tests.runtime_bridge.ros2.conftest import free_endpoint
+
+    port = free_endpoint().rpartition(":")[2]
+    runtime = closing(open_zenoh(RunOptions(
+        task="pick", runtime_url=f"zenoh://127.0.0.1:{port}?domain=3&connect_timeout_s=0.2")))
+    with pytest.raises(BridgeError, match=f"no ROS 2 action server answered at .* on "
+                       f"zenoh://127.0.0.1:{port}\\?domain=3 within 0.2 s") as err:
+        runtime.start_episode()
+    assert err.value.code == "RUNTIME_UNREACHABLE"
+    assert f"harness sim serve --ros2 --zenoh tcp/127.0.0.1:{port}" in err.value.fix
