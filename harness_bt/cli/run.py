@@ -266,10 +266,10 @@ def _run_file(task_file: Path, params: dict[str, Any], *, request: RunRequest,
     task = load_task(task_file, params=params)
     extra: dict[str, object] = {}
     if r.record_ros2 is not None:
-        if not (runtime or "").startswith("ros2://"):
+        if not (runtime or "").startswith(("ros2://", "zenoh://")):
             raise DefinitionError("INVALID_OPTION", f"--record-ros2 {r.record_ros2}: only a "
                                   "run against a ROS 2 robot records its topics",
-                                  fix="pass --runtime ros2://[DOMAIN] too, or drop "
+                                  fix="pass --runtime ros2://[DOMAIN] (or zenoh://) too, or drop "
                                       "--record-ros2")
         extra["record_ros2"] = str(r.record_ros2)
     if r.num_steps is not None:
@@ -294,7 +294,7 @@ def _run_file(task_file: Path, params: dict[str, Any], *, request: RunRequest,
         RunJournal.check_new(journal)  # before connecting: connecting takes a control epoch
     if runtime and bridge == "inproc":  # the URL's scheme names the bridge (tcp:// is zmq)
         scheme = runtime.partition("://")[0] if "://" in runtime else ""
-        bridge = "ros2" if scheme == "ros2" else "zmq"
+        bridge = scheme if scheme in ("ros2", "zenoh") else "zmq"
     if r.record_frames and trace is None:
         raise DefinitionError("INVALID_OPTION", "--record-frames: the frames go beside the "
                               "trace, and there is none", fix="pass --trace run.jsonl too")

@@ -1,4 +1,4 @@
-"""The ROS 2 action protocol over DDS: an action client and an action server.
+"""The ROS 2 action protocol over a transport (DDS or Zenoh): an action client and an action server.
 
 An action ``/a`` of type ``pkg/action/Name`` is three services and two topics (the "Actions"
 design article, design.ros2.org/articles/actions.html, and rcl_action): ``/a/_action/
@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from runtime_bridge.ros2.dds import Participant, Request, ServiceClient, ServiceServer
 from runtime_bridge.ros2.names import action_service, action_topic
+from runtime_bridge.ros2.transport import Request, Transport
 from runtime_bridge.ros2.types import CANCEL_GOAL
 
 __all__ = ["ActionClient", "ActionServer", "ActionUpdate", "CancelCode", "GoalStatus",
@@ -91,7 +91,7 @@ def _stamp(parts: _Parts, t: float) -> Any:
 
 @dataclass
 class _Parts:
-    participant: Participant
+    participant: Transport
     name: str
     action_type: str
 
@@ -103,17 +103,17 @@ class _Parts:
 class ActionClient:
     """The client end of action ``name`` (see the module docstring)."""
 
-    def __init__(self, participant: Participant, name: str, action_type: str) -> None:
+    def __init__(self, participant: Transport, name: str, action_type: str) -> None:
         participant.types.require(action_type + "_Goal", where=name)
         self.name = name
         self.action_type = action_type
         self._p = _Parts(participant, name, action_type)
-        self._send = ServiceClient(participant, action_service(name, "send_goal"),
-                                   action_type + "_SendGoal")
-        self._result = ServiceClient(participant, action_service(name, "get_result"),
-                                     action_type + "_GetResult")
-        self._cancel = ServiceClient(participant, action_service(name, "cancel_goal"),
-                                     CANCEL_GOAL)
+        self._send = participant.service_client(action_service(name, "send_goal"),
+                                                action_type + "_SendGoal")
+        self._result = participant.service_client(action_service(name, "get_result"),
+                                                  action_type + "_GetResult")
+        self._cancel = participant.service_client(action_service(name, "cancel_goal"),
+                                                  CANCEL_GOAL)
         self._feedback = participant.reader(action_topic(name, "feedback"),
                                             action_type + "_FeedbackMessage")
         self._status = participant.reader(action_topic(name, "status"),
@@ -201,19 +201,19 @@ class ActionServer:
     owner moves goals on with :meth:`set_status`, :meth:`succeed` / :meth:`abort` /
     :meth:`canceled` and :meth:`feedback`. ``clock()`` gives the stamps (seconds)."""
 
-    def __init__(self, participant: Participant, name: str, action_type: str, *,
+    def __init__(self, participant: Transport, name: str, action_type: str, *,
                  on_goal: Callable[[uuid.UUID, Any], bool],
                  on_cancel: Callable[[uuid.UUID], bool], clock: Callable[[], float]) -> None:
         participant.types.require(action_type + "_Goal", where=name)
         self.name = name
         self.action_type = action_type
         self._p = _Parts(participant, name, action_type)
-        self._send = ServiceServer(participant, action_service(name, "send_goal"),
-                                   action_type + "_SendGoal")
-        self._result = ServiceServer(participant, action_service(name, "get_result"),
-                                     action_type + "_GetResult")
-        self._cancel = ServiceServer(participant, action_service(name, "cancel_goal"),
-                                     CANCEL_GOAL)
+        self._send = participant.service_server(action_service(name, "send_goal"),
+                                                action_type + "_SendGoal")
+        self._result = participant.service_server(action_service(name, "get_result"),
+                                                  action_type + "_GetResult")
+        self._cancel = participant.service_server(action_service(name, "cancel_goal"),
+                                                  CANCEL_GOAL)
         self._feedback = participant.writer(action_topic(name, "feedback"),
                                             action_type + "_FeedbackMessage")
         self._status = participant.writer(action_topic(name, "status"),

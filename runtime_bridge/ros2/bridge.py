@@ -34,8 +34,8 @@ from harness_bt.errors import BridgeError
 from harness_bt.ledger import Command, CommandEvent
 from harness_bt.runtime.bridge import Ack, PollResult, RuntimeState, RuntimeStatus
 from runtime_bridge.ros2.actions import ActionClient, ActionUpdate, GoalStatus, goal_uuid
-from runtime_bridge.ros2.dds import Participant
 from runtime_bridge.ros2.mapping import SkillMapping
+from runtime_bridge.ros2.transport import Transport
 
 __all__ = ["RESULT_WAIT_POLLS", "Ros2Bridge", "TrackedGoal"]
 
@@ -74,7 +74,7 @@ class TrackedGoal:
 class Ros2Bridge:
     """See the module docstring."""
 
-    def __init__(self, participant: Participant, mapping: SkillMapping, *,
+    def __init__(self, participant: Transport, mapping: SkillMapping, *,
                  clock: Clock | None = None, timeout_s: float = 1.0, retries: int = 3,
                  wait_s: float = 0.002) -> None:
         self.participant = participant

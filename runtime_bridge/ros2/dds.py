@@ -25,7 +25,6 @@ import os
 import struct
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from cyclonedds.domain import DomainParticipant
@@ -37,6 +36,7 @@ from cyclonedds.topic import Topic
 
 from harness_bt.errors import BridgeError
 from runtime_bridge.ros2.names import dds_type_name, reply_topic, request_topic, topic_name
+from runtime_bridge.ros2.transport import Request
 from runtime_bridge.ros2.types import RosTypes
 
 __all__ = ["LOOPBACK_CONFIG", "QOS", "Participant", "Request", "ServiceClient",
@@ -142,17 +142,6 @@ def _wrap(cls: type, cdr: bytes) -> Any:
     return sample
 
 
-@dataclass
-class Request:
-    """One service request as a server takes it: the client's id and sequence number (the
-    reply must carry both) and the message."""
-
-    client_id: int
-    seq: int
-    message: Any
-    sample_info: Any = None  # what the DDS reader adds
-
-
 class Participant:
     """A DDS participant on ``domain`` speaking ROS 2's conventions (see the module docstring).
     Readers and writers are made once per (topic, role) and kept until ``close()``."""
@@ -219,6 +208,12 @@ class Participant:
         if role == "client":
             return DataWriter(self.dp, rq, qos=qos), rq_cls, DataReader(self.dp, rr, qos=qos), rep_t
         return DataWriter(self.dp, rr, qos=qos), rr_cls, DataReader(self.dp, rq, qos=qos), req_t
+
+    def service_client(self, service: str, srv_type: str) -> ServiceClient:
+        return ServiceClient(self, service, srv_type)
+
+    def service_server(self, service: str, srv_type: str) -> ServiceServer:
+        return ServiceServer(self, service, srv_type)
 
     def close(self) -> None:
         """Delete the participant and everything made through it."""

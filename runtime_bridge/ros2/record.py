@@ -21,8 +21,8 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 
 from harness_bt.clock import Clock, SystemClock
 from harness_bt.errors import DefinitionError
-from runtime_bridge.ros2.dds import Participant
 from runtime_bridge.ros2.names import action_topic
+from runtime_bridge.ros2.transport import Transport
 
 __all__ = ["BagRecorder", "robot_topics"]
 
@@ -46,7 +46,7 @@ class BagRecorder:
     """See the module docstring. ``spin()`` takes and writes what arrived; ``close()`` ends the
     bag (it is readable only after)."""
 
-    def __init__(self, path: str | Path, participant: Participant,
+    def __init__(self, path: str | Path, participant: Transport,
                  topics: list[tuple[str, str, str]], *, clock: Clock | None = None) -> None:
         self.path = Path(path)
         if self.path.exists():

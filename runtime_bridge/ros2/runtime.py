@@ -22,7 +22,8 @@ simulator's),
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harness_bt.errors import BridgeError, DefinitionError, HarnessError
@@ -30,15 +31,17 @@ from harness_bt.ledger import Command
 from harness_bt.runtime.bridge import Ack, BridgeNotice, PollResult, RuntimeStatus
 from harness_bt.runtime.episodes import EpisodeEnd, EpisodeStart, RunOptions
 from harness_bt.runtime.observation import Observation
+from runtime_bridge.paced import PacedClock, PacedRuntime
 from runtime_bridge.ros2.bridge import Ros2Bridge
 from runtime_bridge.ros2.dds import LOOPBACK_CONFIG, Participant
 from runtime_bridge.ros2.mapping import DEFAULT_MAPPING, load_mapping
 from runtime_bridge.ros2.observations import ObservationAssembler
 from runtime_bridge.ros2.record import BagRecorder, robot_topics
+from runtime_bridge.ros2.transport import Transport
 from runtime_bridge.ros2.types import RosTypes
-from runtime_bridge.zmq.episodes import PacedClock
 
-__all__ = ["URL_SETTINGS", "Ros2Runtime", "open_runtime", "parse_ros2_url"]
+__all__ = ["URL_SETTINGS", "Ros2Runtime", "Ros2RuntimeSettings", "open_runtime", "parse_ros2_url",
+           "runtime_settings"]
 
 
 #: Settings a ``ros2://`` URL may carry after ``?`` (``&``-separated ``NAME=VALUE``).
@@ -68,19 +71,35 @@ def parse_ros2_url(url: str) -> tuple[int, dict[str, str]]:
     return int(rest), settings
 
 
-class Ros2Runtime:
-    """See the module docstring."""
+@dataclass(frozen=True)
+class Ros2RuntimeSettings:
+    """What a ROS 2 runtime is told besides its transport (the URL's and ``RunOptions``')."""
 
-    def __init__(self, domain: int, *, mapping: str | None = None, connect_timeout_s: float = 10.0,
-                 tick_s: float = 0.05, max_age_s: float = 1.0,
-                 cameras: tuple[str, ...] = ("front", "left"),
-                 record: str | None = None) -> None:
-        os.environ.setdefault("CYCLONEDDS_URI", LOOPBACK_CONFIG)
-        self.url = f"ros2://{domain}"
+    url: str
+    mapping: str | None = None
+    connect_timeout_s: float = 10.0
+    tick_s: float = 0.05
+    max_age_s: float = 1.0
+    cameras: tuple[str, ...] = ("front", "left")
+    record: str | None = None
+    #: what to tell a user whose robot did not answer
+    unreachable_fix: str = ("start one (harness sim serve --ros2), check ROS_DOMAIN_ID and "
+                            "CYCLONEDDS_URI, or fix the mapping's names")
+
+
+class Ros2Runtime(PacedRuntime):
+    """See the module docstring. ``connect(types)`` opens the transport (a DDS participant, a
+    Zenoh session); the runtime owns it from then on."""
+
+    def __init__(self, connect: Callable[[RosTypes], Transport],
+                 settings: Ros2RuntimeSettings) -> None:
+        self.url = settings.url
+        self.settings = settings
         self._clock = PacedClock()
         self.types = RosTypes()
-        self.mapping = load_mapping(mapping or DEFAULT_MAPPING, self.types)
-        self.participant = Participant(domain, self.types)
+        self.mapping = load_mapping(settings.mapping or DEFAULT_MAPPING, self.types)
+        cameras = settings.cameras
+        self.participant = connect(self.types)
         try:
             self.bridge = Ros2Bridge(self.participant, self.mapping, clock=self._clock)
             self._joints = self.participant.reader("/joint_states", "sensor_msgs/msg/JointState")
@@ -93,15 +112,15 @@ class Ros2Runtime:
                                      ("depth", f"/{name}/depth/image_raw", "sensor_msgs/msg/Image"),
                                      ("info", f"/{name}/camera_info",
                                       "sensor_msgs/msg/CameraInfo"))} for name in cameras}
-            self.recorder = None if record is None else BagRecorder(
-                record, self.participant, robot_topics(cameras, {
+            self.recorder = None if settings.record is None else BagRecorder(
+                settings.record, self.participant, robot_topics(cameras, {
                     b.action: b.action_type for b in self.mapping.bindings.values()}))
         except BaseException:
             self.participant.close()
             raise
-        self.assembler = ObservationAssembler(max_age_s=max_age_s)
-        self._connect_timeout_s = connect_timeout_s
-        self._tick_s = tick_s
+        self.assembler = ObservationAssembler(max_age_s=settings.max_age_s)
+        self._connect_timeout_s = settings.connect_timeout_s
+        self._tick_s = settings.tick_s
         self._notices: list[BridgeNotice] = []
         self._started = False
         self._over = False
@@ -109,18 +128,6 @@ class Ros2Runtime:
     def executable_skills(self) -> frozenset[str] | None:
         """The skills the mapping binds to an action."""
         return frozenset(self.mapping.bindings)
-
-    @property
-    def clock(self) -> PacedClock:
-        return self._clock
-
-    @property
-    def control_period_s(self) -> float:
-        return self._tick_s
-
-    @property
-    def episode_over(self) -> bool:
-        return self._over
 
     def start_episode(self) -> EpisodeStart | None:
         if self._started:
@@ -130,8 +137,7 @@ class Ros2Runtime:
         if missing:
             raise BridgeError("RUNTIME_UNREACHABLE", f"no ROS 2 action server answered at "
                               f"{missing} on {self.url} within {self._connect_timeout_s:g} s",
-                              where=self.url, fix="start one (harness sim serve --ros2), check "
-                              "ROS_DOMAIN_ID and CYCLONEDDS_URI, or fix the mapping's names")
+                              where=self.url, fix=self.settings.unreachable_fix)
         return EpisodeStart(0, "", "0", {"runtime": self.url,
                                          "actions": sorted(self.bridge.clients)})
 
@@ -193,10 +199,10 @@ class Ros2Runtime:
             self.bridge.close()
 
 
-def open_runtime(options: RunOptions) -> Ros2Runtime:
-    """The ROS 2 robot on the domain of ``options.runtime_url`` (see the module docstring)."""
-    url = options.runtime_url or "ros2://"
-    domain, settings = parse_ros2_url(url)
+def runtime_settings(url: str, given: dict[str, str], options: RunOptions,
+                     unreachable_fix: str | None = None) -> Ros2RuntimeSettings:
+    """The settings of a ROS 2 runtime from its URL's (``given``) and ``options`` (which win);
+    options of the built-in simulator are refused."""
     refused = [name for name, bad in (
         ("--sim", bool(options.sim_url)), ("--inject", bool(options.faults)),
         ("--camera", options.cameras is not None), ("--episodes", options.episodes != 1))
@@ -205,7 +211,7 @@ def open_runtime(options: RunOptions) -> Ros2Runtime:
         raise DefinitionError("UNSUPPORTED_OPTION", f"{', '.join(refused)} configure the built-in "
                               f"simulator; a ROS 2 robot at {url} runs its own scene", where=url,
                               fix="drop them, or start the robot with the settings you want")
-    extra: dict[str, Any] = {**settings, **options.runtime_settings.given()}
+    extra: dict[str, Any] = {**given, **options.runtime_settings.given()}
     if isinstance(extra.get("cameras"), str):
         extra["cameras"] = tuple(c for c in extra["cameras"].split(",") if c)
     try:
@@ -216,10 +222,21 @@ def open_runtime(options: RunOptions) -> Ros2Runtime:
         raise DefinitionError("INVALID_RUNTIME_URL", f"--runtime {url!r}: {exc}", where=url,
                               fix="give the timeouts in seconds, e.g. max_age_s=0.5") from exc
     extra.update(numbers)
-    return Ros2Runtime(domain, mapping=extra.get("mapping"),
-                       connect_timeout_s=float(extra.get("connect_timeout_s", 10.0)),
-                       tick_s=float(extra.get("tick_s", 0.05)),
-                       max_age_s=float(extra.get("max_age_s", 1.0)),
-                       cameras=tuple(extra.get("cameras", ("front", "left"))),
-                       record=None if extra.get("record_ros2") is None
-                       else str(extra["record_ros2"]))
+    settings = Ros2RuntimeSettings(
+        url=url, mapping=extra.get("mapping"),
+        connect_timeout_s=float(extra.get("connect_timeout_s", 10.0)),
+        tick_s=float(extra.get("tick_s", 0.05)), max_age_s=float(extra.get("max_age_s", 1.0)),
+        cameras=tuple(extra.get("cameras", ("front", "left"))),
+        record=None if extra.get("record_ros2") is None else str(extra["record_ros2"]))
+    if unreachable_fix is not None:
+        settings = replace(settings, unreachable_fix=unreachable_fix)
+    return settings
+
+
+def open_runtime(options: RunOptions) -> Ros2Runtime:
+    """The ROS 2 robot on the domain of ``options.runtime_url`` (see the module docstring)."""
+    url = options.runtime_url or "ros2://"
+    domain, given = parse_ros2_url(url)
+    settings = runtime_settings(f"ros2://{domain}", given, options)
+    os.environ.setdefault("CYCLONEDDS_URI", LOOPBACK_CONFIG)
+    return Ros2Runtime(lambda types: Participant(domain, types), settings)

@@ -44,29 +44,43 @@ def refuse_http_options(*, scenes: list[str], episodes: int, num_steps: int,
 
 def build_server(*, scene: str, params: Mapping[str, Any] | None, seed: int, domain: int,
                  mapping: str | None = None, journal: str | None = None,
-                 goals_file: str | None = None, control_hz: float = 30.0) -> Any:
-    """The server (not started) and the simulator behind it."""
-    os.environ.setdefault("CYCLONEDDS_URI", LOOPBACK_CONFIG)
-    from runtime_bridge.ros2.server import Ros2RobotServer
+                 zenoh: str | None = None, control_hz: float = 30.0) -> Any:
+    """The server (not started) and the simulator behind it: over Cyclone DDS, or with
+    ``zenoh`` (an endpoint such as ``tcp/127.0.0.1:7447``) over a Zenoh session listening
+    there. With ``journal`` the goals are kept in ``JOURNAL.goals``."""
+    from runtime_bridge.ros2.server import RobotServerSettings, Ros2RobotServer
     from runtime_bridge.sim.backend import make_backend
     from runtime_bridge.sim.config import DEFAULT_CAMERAS
 
+    connect = None
+    if zenoh is None:
+        os.environ.setdefault("CYCLONEDDS_URI", LOOPBACK_CONFIG)
+    else:
+        from runtime_bridge.ros2.zenoh_transport import ZenohEndpoints, ZenohSession
+
+        endpoints = ZenohEndpoints(listen=(zenoh,), node="harness_robot")
+        connect = lambda types: ZenohSession(domain, types, endpoints)  # noqa: E731
     types = RosTypes()
     skill_map = load_mapping(mapping or DEFAULT_MAPPING, types)
     backend = make_backend(1.0 / control_hz, scene=scene, seed=seed, params=params,
                            cameras=DEFAULT_CAMERAS, render="round_robin")
     try:
-        return Ros2RobotServer(backend, load_executors(None), skill_map, types, domain=domain,
-                               journal=journal, goals_file=goals_file)
+        server = Ros2RobotServer(backend, load_executors(None), skill_map, types,
+                                 RobotServerSettings(
+                                     domain=domain, connect=connect, journal=journal,
+                                     goals_file=None if journal is None else journal + ".goals"))
     except BaseException:
         backend.close()
         raise
+    return server
 
 
 def serve_ros2(**kwargs: Any) -> None:
     """Serve until SIGINT / SIGTERM; prints one JSON line once ready."""
     truth = bool(kwargs.pop("truth", False))
     server = build_server(**kwargs)
+    zenoh = kwargs.get("zenoh")
+    over = {"transport": "dds"} if zenoh is None else {"transport": "zenoh", "zenoh": zenoh}
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -74,7 +88,8 @@ def serve_ros2(**kwargs: Any) -> None:
         info = server.start()
         publish = server.participant.writer("/harness/sim/truth", "std_msgs/msg/String") \
             if truth else None
-        print(json.dumps({"ready": True, "pid": os.getpid(), **info}), flush=True)
+        print(json.dumps({"ready": True, "pid": os.getpid(), **info, **over}),
+              flush=True)
         while not stop.is_set() and not server.wait(0.1):
             if publish is not None:
                 gt = server.backend.env.ground_truth()

@@ -31,6 +31,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +48,10 @@ from runtime_bridge.ros2.actions import ActionServer, GoalStatus, goal_uuid
 from runtime_bridge.ros2.dds import Participant
 from runtime_bridge.ros2.goals import command_from_goal, feedback_fields, result_fields
 from runtime_bridge.ros2.mapping import SkillMapping
+from runtime_bridge.ros2.transport import Transport
 from runtime_bridge.ros2.types import RosTypes
 
-__all__ = ["EXECUTE_SKILL", "Ros2RobotServer"]
+__all__ = ["EXECUTE_SKILL", "RobotServerSettings", "Ros2RobotServer"]
 
 log = logging.getLogger(__name__)
 
@@ -64,21 +66,41 @@ _FROM_STATE = {RuntimeState.CONTROL_DONE: GoalStatus.SUCCEEDED,
                RuntimeState.STOPPING: GoalStatus.CANCELING}
 
 
+@dataclass(frozen=True)
+class RobotServerSettings:
+    """How a :class:`Ros2RobotServer` is reached and what it keeps: ``domain`` (the ROS 2
+    domain id), ``connect`` (opens its transport; None: a Cyclone DDS participant on
+    ``domain``), ``journal`` (a SQLite file for the host's record), ``goals_file`` (goal id ->
+    command id, for a restart), ``clock`` and ``publish_images`` (the cameras' topics)."""
+
+    domain: int = 0
+    connect: Callable[[RosTypes], Transport] | None = None
+    journal: str | None = None
+    goals_file: str | None = None
+    clock: Clock | None = None
+    publish_images: bool = True
+
+
 class Ros2RobotServer:
     """See the module docstring. ``start()`` starts the control thread; ``stop()`` joins it
-    and deletes the DDS participant."""
+    and closes the transport (the DDS participant, the Zenoh session)."""
 
     def __init__(self, backend: Backend, executors: ExecutorFactory, mapping: SkillMapping,
-                 types: RosTypes, *, domain: int = 0, journal: str | None = None,
-                 goals_file: str | None = None, clock: Clock | None = None,
-                 publish_images: bool = True) -> None:
+                 types: RosTypes, settings: RobotServerSettings | None = None) -> None:
+        settings = settings or RobotServerSettings()
+        journal, goals_file = settings.journal, settings.goals_file
         self.backend = backend
-        self.clock = clock or SystemClock()
+        self.clock = settings.clock or SystemClock()
         self.types = types
         self.host = ExecutorHost(backend, executors, clock=self.clock,
                                  journal=None if journal is None else SqliteRuntimeJournal(journal),
                                  config=HostConfig(lease_s=None))
-        self.participant = Participant(domain, types)
+        try:
+            self.participant: Transport = Participant(settings.domain, types) \
+                if settings.connect is None else settings.connect(types)
+        except BaseException:
+            self.host.close()
+            raise
         self.servers: dict[str, ActionServer] = {}
         self.skills: dict[str, str] = {}
         self.bindings = dict(mapping.bindings)
@@ -94,7 +116,7 @@ class Ros2RobotServer:
         self._tf = self.participant.writer("/tf", "tf2_msgs/msg/TFMessage")
         self._tf_static = self.participant.writer("/tf_static", "tf2_msgs/msg/TFMessage",
                                                   "tf_static")
-        self._publish_images = publish_images
+        self._publish_images = settings.publish_images
         self._cams: dict[str, Any] = {}
         self._cursor = self.host.cursor
         self._stop = threading.Event()

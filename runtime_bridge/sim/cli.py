@@ -107,8 +107,15 @@ def serve(
     ros2_truth: bool = typer.Option(False, "--ros2-truth", help="--ros2: publish the "
                                     "simulator's ground truth on /harness/sim/truth (tests, "
                                     "benchmarks)."),
+    zenoh: str = typer.Option(None, "--zenoh", help="--ros2: over Zenoh instead of DDS, "
+                              "listening on this endpoint (e.g. tcp/127.0.0.1:7447; "
+                              "docs/ros2.md)."),
 ) -> None:
     """Serve the GenManip HTTP routes (/create_workers, /reset, /step, /kill; GET /docs)."""
+    if zenoh is not None and not ros2:
+        raise DefinitionError("INVALID_OPTION", f"--zenoh {zenoh}: only the ROS 2 robot "
+                              "(--ros2) speaks Zenoh", where="harness sim serve",
+                              fix="add --ros2, or drop --zenoh")
     if ros2:
         from runtime_bridge.ros2.serve import refuse_http_options, serve_ros2
 
@@ -119,8 +126,7 @@ def serve(
 
         serve_ros2(scene=scene[0], params=parse_sets(set_) or None, seed=seed,
                    domain=ros2_domain, mapping=ros2_mapping, journal=ros2_journal,
-                   goals_file=None if ros2_journal is None else ros2_journal + ".goals",
-                   truth=ros2_truth)
+                   zenoh=zenoh, truth=ros2_truth)
         return
     from harness_bt import listen
     from runtime_bridge.sim.server import create_sim_app

@@ -26,12 +26,12 @@ from typing import Any
 
 import zmq
 
-from harness_bt.clock import SystemClock
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import Command
 from harness_bt.runtime.bridge import Ack, PollResult, RuntimeStatus
 from harness_bt.runtime.episodes import EpisodeEnd, EpisodeStart, RunOptions
 from harness_bt.runtime.observation import Observation
+from runtime_bridge.paced import PacedClock, PacedRuntime
 from runtime_bridge.zmq.bridge import ZmqBridge, ZmqBridgeConfig
 from runtime_bridge.zmq.wire import WireError
 
@@ -43,23 +43,7 @@ _SERVE_HINT = ("start one with: harness runtime serve --backend sim --bind {url}
                "(or check the address and that nothing blocks the port)")
 
 
-class PacedClock(SystemClock):
-    """The system clock, whose ``sleep`` sleeps until the next tick of a fixed grid (the time a
-    tick took is not added on top); a tick that overran starts the grid again."""
-
-    def __init__(self) -> None:
-        self._next: float | None = None
-
-    def sleep(self, seconds: float) -> None:
-        now = time.monotonic()
-        target = (now if self._next is None else self._next) + seconds
-        if target < now:
-            target = now
-        self._next = target
-        time.sleep(max(0.0, target - now))
-
-
-class ZmqRuntime:
+class ZmqRuntime(PacedRuntime):
     """See the module docstring. ``connect_timeout_s`` bounds the first HELLO (and the wait
     for the first observation). ``telemetry``: the PUB endpoint to subscribe to (None: the one
     the runtime announces in HELLO; "": none)."""
@@ -120,18 +104,6 @@ class ZmqRuntime:
         return frozenset(skills)
 
     # ------------------------------------------------------------------ EpisodeRuntime
-
-    @property
-    def clock(self) -> PacedClock:
-        return self._clock
-
-    @property
-    def control_period_s(self) -> float:
-        return self._tick_s
-
-    @property
-    def episode_over(self) -> bool:
-        return self._over
 
     def start_episode(self) -> EpisodeStart | None:
         """The one run against the runtime's current scene (None the second time)."""

@@ -112,7 +112,7 @@ def test_the_summary_reads_as_a_table(capfd: pytest.CaptureFixture[str]) -> None
     (["--inject", "wobble=0.2"], "unknown fault(s) wobble"),
     (["--sim", "http://127.0.0.1:9", "--inject", "slip=0.2"],
      "--inject configures the built-in simulator"),
-    (["--bridge", "ros"], "unknown bridge 'ros'; known: inproc, ros2, zmq"),
+    (["--bridge", "ros"], "unknown bridge 'ros'; known: inproc, ros2, zenoh, zmq"),
     (["--bridge", "zmq"], "NO_RUNTIME_URL: the zmq bridge needs a runtime address"),
     (["--graph", "run.gif"], "--graph run.gif: the suffix must be one of .svg"),
 ])

@@ -1,6 +1,6 @@
 """The ledger across the ROS 2 action protocol: the fault table, against a scripted action
-server on the same domain. Time is a fake clock whose ``sleep`` lets the server answer, so
-every wait is a fixed number of polls."""
+server on the same domain, over each transport (Cyclone DDS and Zenoh). Time is a fake clock
+whose ``sleep`` lets the server answer, so every wait is a fixed number of polls."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from harness_bt.ledger import Command, CommandEvent, CommandState, Ledger
 from harness_bt.runtime.bridge import RuntimeState
 from runtime_bridge.ros2.actions import ActionServer, GoalStatus, goal_uuid
 from runtime_bridge.ros2.bridge import Ros2Bridge
-from runtime_bridge.ros2.dds import Participant
 from runtime_bridge.ros2.mapping import load_mapping
 from runtime_bridge.ros2.server import EXECUTE_SKILL
+from runtime_bridge.ros2.transport import Transport
 from runtime_bridge.ros2.types import RosTypes
 
 ACTION = "/harness/skills/move_to"
@@ -41,7 +41,7 @@ class SpinClock(FakeClock):
 class Rig:
     """A scripted action server, the bridge, and a ledger fed by the bridge's events."""
 
-    def __init__(self, make: Callable[[], Participant], types: RosTypes) -> None:
+    def __init__(self, make: Callable[[], Transport], types: RosTypes) -> None:
         self.make, self.types = make, types
         self.clock = SpinClock()
         self.goals_seen: list[uuid.UUID] = []
@@ -120,8 +120,8 @@ class Rig:
 
 
 @pytest.fixture
-def rig(participant: Callable[[], Participant], types: RosTypes) -> Rig:
-    return Rig(participant, types)
+def rig(transport: Callable[[], Transport], types: RosTypes) -> Rig:
+    return Rig(transport, types)
 
 
 def test_an_accepted_goal_runs_reports_feedback_as_progress_and_ends_in_evaluation(

@@ -1,7 +1,8 @@
 """``harness run trees/pick.yaml --runtime ros2://DOMAIN`` against ``harness sim serve --ros2``
-(a subprocess) on loopback: the task is judged by the harness from ROS 2 topics, and the
-simulator's own ground truth (``/harness/sim/truth``) confirms it; what ran is read from the
-robot's journal."""
+(a subprocess) on loopback, and the same over Zenoh (``--runtime zenoh://127.0.0.1:PORT?
+domain=N`` against ``harness sim serve --ros2 --zenoh tcp/127.0.0.1:PORT``): the task is
+judged by the harness from ROS 2 topics, and the simulator's own ground truth
+(``/harness/sim/truth``) confirms it; what ran is read from the robot's journal."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ import pytest
 from harness_bt.cli import main
 from runtime_bridge.host.journal_log import read_rows
 from runtime_bridge.ros2.dds import Participant
+from runtime_bridge.ros2.transport import Transport
 from runtime_bridge.ros2.types import RosTypes
+from runtime_bridge.ros2.zenoh_transport import ZenohEndpoints, ZenohSession
 from tests.conftest import ROOT, Processes
+from tests.runtime_bridge.ros2.conftest import free_endpoint
 
 pytestmark = pytest.mark.slow
 
@@ -37,42 +41,75 @@ def _pick_with_time(tmp_path: Path) -> Path:
     return tmp_path / "pick.yaml"
 
 
-def _serve(processes: Processes, domain: int, journal: Path, *extra: str) -> dict[str, Any]:
-    _, ready = processes.ready(sys.executable, "-m", "harness_bt.cli", "sim", "serve", "--ros2",
-                               "--ros2-domain", str(domain), "--ros2-journal", str(journal),
-                               "--ros2-truth", *extra,
-                               env={"CYCLONEDDS_URI": os.environ["CYCLONEDDS_URI"]})
+class Over:
+    """How a test reaches the served robot: over DDS on the test's domain, or over Zenoh at a
+    free loopback endpoint the robot listens on."""
+
+    def __init__(self, transport: str, domain: int) -> None:
+        self.transport, self.domain = transport, domain
+        self.endpoint = free_endpoint() if transport == "zenoh" else ""
+
+    @property
+    def url(self) -> str:
+        if self.transport == "dds":
+            return f"ros2://{self.domain}"
+        return f"zenoh://{self.endpoint.removeprefix('tcp/')}?domain={self.domain}"
+
+    def serve_argv(self, journal: Path, *extra: str) -> list[str]:
+        over = ["--zenoh", self.endpoint] if self.endpoint else []
+        return [sys.executable, "-m", "harness_bt.cli", "sim", "serve", "--ros2", *over,
+                "--ros2-domain", str(self.domain), "--ros2-journal", str(journal), *extra]
+
+    def connect(self, types: RosTypes) -> Transport:
+        if self.transport == "dds":
+            return Participant(self.domain, types)
+        return ZenohSession(self.domain, types, ZenohEndpoints(connect=(self.endpoint,)))
+
+
+@pytest.fixture(params=["dds", "zenoh"])
+def over(request: pytest.FixtureRequest, domain: int) -> Over:
+    return Over(request.param, domain)
+
+
+_ENV = {"CYCLONEDDS_URI": os.environ["CYCLONEDDS_URI"]}
+
+
+def _serve(processes: Processes, over: Over, journal: Path, *extra: str) -> dict[str, Any]:
+    _, ready = processes.ready(*over.serve_argv(journal, "--ros2-truth", *extra), env=_ENV)
     return ready
 
 
+def _truth(over: Over) -> dict[str, Any]:
+    """The simulator's ground truth, as the robot publishes it."""
+    p = over.connect(RosTypes())
+    try:
+        reader = p.reader("/harness/sim/truth", "std_msgs/msg/String")
+        for _ in range(1000):
+            got = reader.take(8)
+            if got:
+                return dict(json.loads(got[-1].data))
+            time.sleep(0.01)
+    finally:
+        p.close()
+    return {}
+
+
 def test_pick_runs_against_the_simulators_arm_served_over_ros2(
-        processes: Processes, domain: int, tmp_path: Path,
+        processes: Processes, over: Over, tmp_path: Path,
         capfd: pytest.CaptureFixture[str]) -> None:
-    served = _serve(processes, domain, tmp_path / "robot.db", "--scene", "pick_cube",
+    served = _serve(processes, over, tmp_path / "robot.db", "--scene", "pick_cube",
                     "--seed", "3")
     assert served["actions"]["grasp"] == "/harness/skills/grasp"
+    assert served["transport"] == over.transport
     bag = tmp_path / "robot_bag"
-    code = main(["run", str(_pick_with_time(tmp_path)), "--runtime", f"ros2://{domain}",
+    code = main(["run", str(_pick_with_time(tmp_path)), "--runtime", over.url,
                  "--record-ros2", str(bag), "--json"])
     report = json.loads(capfd.readouterr().out)
     assert code == 0, report
     episode = report["episodes"][0]
     assert (episode["outcome"], episode["reason"]) == ("succeeded", "done")
     assert episode["sim_ended_by"] == "not_judged"  # the robot cannot tell: not invented
-    # the simulator's ground truth agrees: the target is in the hand
-    types = RosTypes()
-    p = Participant(domain, types)
-    try:
-        reader = p.reader("/harness/sim/truth", "std_msgs/msg/String")
-        truth: dict[str, Any] = {}
-        for _ in range(1000):
-            got = reader.take(8)
-            if got:
-                truth = json.loads(got[-1].data)
-                break
-            time.sleep(0.01)
-    finally:
-        p.close()
+    truth = _truth(over)  # the simulator's ground truth agrees: the target is in the hand
     assert truth["held"] == ["red_cube"], truth
     rows = read_rows(str(tmp_path / "robot.db")).values()
     started = Counter(cid for cid, *_, events in rows
@@ -122,18 +159,16 @@ def test_a_ros2_url_with_a_bad_domain_is_refused_naming_it(
 
 
 def test_a_robot_killed_mid_goal_and_restarted_reports_it_aborted_and_runs_it_only_once(
-        processes: Processes, domain: int, tmp_path: Path) -> None:
+        processes: Processes, over: Over, tmp_path: Path) -> None:
     from harness_bt.errors import BridgeError
     from harness_bt.ledger import Command
     from runtime_bridge.ros2.bridge import Ros2Bridge
     from runtime_bridge.ros2.mapping import DEFAULT_MAPPING, load_mapping
 
     journal = tmp_path / "robot.db"
-    first = processes.start(sys.executable, "-m", "harness_bt.cli", "sim", "serve", "--ros2",
-                            "--ros2-domain", str(domain), "--ros2-journal", str(journal),
-                            env={"CYCLONEDDS_URI": os.environ["CYCLONEDDS_URI"]})
+    first = processes.start(*over.serve_argv(journal), env=_ENV)
     types = RosTypes()
-    bridge = Ros2Bridge(Participant(domain, types), load_mapping(DEFAULT_MAPPING, types),
+    bridge = Ros2Bridge(over.connect(types), load_mapping(DEFAULT_MAPPING, types),
                         timeout_s=3.0)
     try:
         assert bridge.wait_for_servers(60.0, {"home"}) == []
@@ -153,10 +188,10 @@ def test_a_robot_killed_mid_goal_and_restarted_reports_it_aborted_and_runs_it_on
         first.kill()  # SIGKILL mid-goal
         first.wait(20)
         with pytest.raises(BridgeError, match="is gone"):
-            for _ in range(3000):  # until its DDS lease runs out
+            for _ in range(3000):  # until its DDS lease runs out (Zenoh: its link closes)
                 bridge.query("home-1")
                 time.sleep(0.01)
-        _serve(processes, domain, journal)  # the same journal
+        _serve(processes, over, journal)  # the same journal (and endpoint)
         for _ in range(6000):
             kinds += [str(e.kind) for e in bridge.poll().events]
             if "aborted" in kinds:
@@ -165,6 +200,7 @@ def test_a_robot_killed_mid_goal_and_restarted_reports_it_aborted_and_runs_it_on
         assert kinds[-1] == "aborted" and "control_done" not in kinds
         status = bridge.query("home-1")
         assert "RUNTIME_RESTARTED" in status.reason
+        assert bridge.goals_sent == 1  # the goal was never sent again
     finally:
         bridge.close()
     rows = read_rows(str(journal))

@@ -1,5 +1,6 @@
 """A runtime's executors behind ROS 2 action servers (:class:`Ros2RobotServer`), driven
-through the bridge over DDS on loopback: the kinematic backend and the test executors."""
+through the bridge over each transport (DDS on loopback, Zenoh): the kinematic backend and the
+test executors."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from harness_bt.runtime.bridge import RuntimeState
 from runtime_bridge.backends.kinematic import KinematicBackend
 from runtime_bridge.ros2.actions import ActionClient, goal_uuid
 from runtime_bridge.ros2.bridge import Ros2Bridge
-from runtime_bridge.ros2.dds import Participant
 from runtime_bridge.ros2.mapping import SkillMapping, load_mapping
-from runtime_bridge.ros2.server import EXECUTE_SKILL, Ros2RobotServer
+from runtime_bridge.ros2.server import EXECUTE_SKILL, RobotServerSettings, Ros2RobotServer
+from runtime_bridge.ros2.transport import Transport
 from runtime_bridge.ros2.types import RosTypes
 from tests.runtime_bridge import executors
 
@@ -48,16 +49,21 @@ def _command(cid: str, skill: str, **params: Any) -> Command:
 
 
 class Robot:
-    def __init__(self, domain: int, types: RosTypes, tmp: Path) -> None:
-        self.domain, self.types, self.tmp = domain, types, tmp
+    def __init__(self, make: Callable[[], Transport], types: RosTypes, tmp: Path,
+                 closing: Callable[..., Any]) -> None:
+        self.make, self.types, self.tmp, self.closing = make, types, tmp, closing
         self.server: Ros2RobotServer | None = None
 
     def start(self) -> Ros2RobotServer:
         self.server = Ros2RobotServer(KinematicBackend(dt=1 / 30), executors.factory,
-                                      _mapping(self.types), self.types, domain=self.domain,
-                                      journal=str(self.tmp / "runtime.db"),
-                                      goals_file=str(self.tmp / "goals.jsonl"),
-                                      publish_images=False)
+                                      _mapping(self.types), self.types, RobotServerSettings(
+                                          connect=lambda _: self.make(),
+                                          journal=str(self.tmp / "runtime.db"),
+                                          goals_file=str(self.tmp / "goals.jsonl"),
+                                          publish_images=False))
+        # stopped before the transport it made is closed (teardown closes the last made
+        # first): the control thread must not be polling a closed session
+        self.closing(self, self.stop)
         self.server.start()
         return self.server
 
@@ -68,16 +74,16 @@ class Robot:
 
 
 @pytest.fixture
-def robot(domain: int, types: RosTypes, tmp_path: Path, closing: Callable[..., Any]) -> Robot:
-    made = Robot(domain, types, tmp_path)
-    closing(made, made.stop)
+def robot(transport: Callable[[], Transport], types: RosTypes, tmp_path: Path,
+          closing: Callable[..., Any]) -> Robot:
+    made = Robot(transport, types, tmp_path, closing)
     made.start()
     return made
 
 
 @pytest.fixture
-def bridge(robot: Robot, participant: Callable[[], Participant], types: RosTypes) -> Ros2Bridge:
-    b = Ros2Bridge(participant(), _mapping(types), timeout_s=2.0)
+def bridge(robot: Robot, transport: Callable[[], Transport], types: RosTypes) -> Ros2Bridge:
+    b = Ros2Bridge(transport(), _mapping(types), timeout_s=2.0)
     assert b.wait_for_servers(20.0) == []
     return b
 
@@ -131,8 +137,8 @@ def test_a_cancel_stops_the_executor_and_the_goal_ends_canceled(bridge: Ros2Brid
 
 
 def test_a_goal_whose_id_is_not_its_commands_is_rejected(
-        robot: Robot, participant: Callable[[], Participant], types: RosTypes) -> None:
-    client = ActionClient(participant(), "/robot/wait", EXECUTE_SKILL)
+        robot: Robot, transport: Callable[[], Transport], types: RosTypes) -> None:
+    client = ActionClient(transport(), "/robot/wait", EXECUTE_SKILL)
     for _ in range(2000):
         if client.server_ready:
             break
