@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterator
 from typing import Self
 
-from harness_bt.ledger.journal import LedgerJournal
+from harness_bt.ledger.sqlite_store import LedgerJournal
 from harness_bt.ledger.lifecycle import Book
 from harness_bt.ledger.recovery import save_snapshot
 

@@ -19,7 +19,7 @@ from typing import Any
 from harness_bt.ledger.command import Command, CommandEvent
 from harness_bt.ledger.errors import LedgerCode, LedgerError, finite_seconds
 from harness_bt.ledger.group import GroupCommit
-from harness_bt.ledger.journal import LedgerJournal
+from harness_bt.ledger.sqlite_store import LedgerJournal
 from harness_bt.ledger.lifecycle import (
     Book,
     cancel_entry,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import logging
 
-from harness_bt.ledger.journal import LedgerJournal
+from harness_bt.ledger.sqlite_store import LedgerJournal
 from harness_bt.ledger.lifecycle import Book
 from harness_bt.ledger.snapshot import SnapshotMismatch, dump_book, load_book
 

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 
 from harness_bt.ledger import CommandEvent
-from runtime_bridge.host.journal import RuntimeJournal
+from runtime_bridge.host.record_store import RuntimeJournal
 from runtime_bridge.host.record import RuntimeRecord
 
 __all__ = ["JournalBatch"]

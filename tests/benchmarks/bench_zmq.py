@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import zmq  # noqa: E402
 
 from harness_bt.runtime.bridge import RuntimeState  # noqa: E402
-from runtime_bridge.host.journal_log import read_rows  # noqa: E402
+from runtime_bridge.host.record_log import read_rows  # noqa: E402
 from runtime_bridge.zmq import (  # noqa: E402
     LazyPirateClient,
     Message,

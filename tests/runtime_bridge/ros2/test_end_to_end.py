@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from harness_bt.cli import main
-from runtime_bridge.host.journal_log import read_rows
+from runtime_bridge.host.record_log import read_rows
 from runtime_bridge.ros2.dds import Participant
 from runtime_bridge.ros2.types import RosTypes
 from tests.conftest import ROOT, Processes
