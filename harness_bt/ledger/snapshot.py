@@ -24,9 +24,9 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from harness_bt.ledger.command import Command
-from harness_bt.ledger.sqlite_store import decode_json
 from harness_bt.ledger.lifecycle import Book
 from harness_bt.ledger.record import CommandRecord, HistoryEntry
+from harness_bt.ledger.sqlite_store import decode_json
 from harness_bt.ledger.states import TERMINAL, CommandState
 
 __all__ = ["SNAPSHOT_FORMAT", "SnapshotMismatch", "dump_book", "load_book"]

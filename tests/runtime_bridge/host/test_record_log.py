@@ -16,9 +16,9 @@ import pytest
 
 from harness_bt.errors import BridgeError
 from harness_bt.runtime.bridge import RuntimeState
-from runtime_bridge.host.record_store import SqliteRuntimeJournal
-from runtime_bridge.host.record_log import SEGMENT_MAGIC, LoggedRuntimeJournal, read_rows, segments
 from runtime_bridge.host.record import RuntimeRecord
+from runtime_bridge.host.record_log import SEGMENT_MAGIC, LoggedRuntimeJournal, read_rows, segments
+from runtime_bridge.host.record_store import SqliteRuntimeJournal
 from tests.runtime_bridge.executors import command
 
 ROOT = Path(__file__).resolve().parents[3]
