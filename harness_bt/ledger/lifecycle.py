@@ -17,10 +17,11 @@ from typing import Any, cast
 from harness_bt.ledger.command import Command, CommandEvent
 from harness_bt.ledger.errors import LedgerCode, LedgerError
 from harness_bt.ledger.record import CommandRecord, HistoryEntry
+from harness_bt.ledger.sqlite_store import encode_entry
 from harness_bt.ledger.states import TERMINAL, CommandState, EventKind, Verdict
 
-__all__ = ["ALLOWED", "Book", "cancel_entry", "deadline_entries", "event_entry", "jsonable",
-           "move", "note", "premise_problem", "to_json", "verdict_entry"]
+__all__ = ["ALLOWED", "Book", "cancel_entry", "deadline_entries", "entry_text", "event_entry",
+           "jsonable", "move", "note", "premise_problem", "verdict_entry"]
 
 
 
@@ -319,13 +320,15 @@ class Book:
         return to
 
 
-def to_json(entry: dict[str, Any]) -> dict[str, Any]:
-    """An entry as the journal stores it (the command as wire data)."""
+def entry_text(entry: dict[str, Any]) -> str:
+    """An entry as the journal stores it: compact JSON, the command (``accept``) as its wire
+    text, made once per command (:attr:`Command.wire_text`) and spliced in, not re-encoded."""
     cmd = entry.get("cmd")
-    if isinstance(cmd, Command):
-        entry = dict(entry)
-        entry["cmd"] = cmd.wire
-    return entry
+    if cmd is None:
+        return encode_entry(entry)
+    head = encode_entry({k: v for k, v in entry.items() if k != "cmd"})
+    body = cmd.wire_text if isinstance(cmd, Command) else encode_entry(cmd)
+    return f'{head[:-1]},"cmd":{body}}}'
 
 
 _SCALARS = (str, int, float, bool, type(None))
