@@ -228,7 +228,8 @@ class Book:
     def apply(self, e: dict[str, Any]) -> tuple[CommandRecord | None, HistoryEntry | None]:
         """Apply one journal entry. Used live and on replay alike."""
         op = e["op"]
-        t = e["t"]
+        if op == "accept":
+            return self._accept(e)
         if op == "meta":
             if "world_version" in e:
                 self.world_version = e["world_version"]
@@ -240,33 +241,35 @@ class Book:
                 if self.records.pop(cid, None) is not None:
                     self.active.pop(cid, None)
             return None, None
-        if op == "accept":
-            return self._accept(e)
+        t = e["t"]
         rec = self.records[e["id"]]
         before = rec.state
+        rec._snapshot_text = None  # its snapshot line, if one was kept, is out of date
         rseq = e.get("rseq")
         if rseq is not None and rseq > rec.last_seq:
             rec.last_seq = rseq
         if "progress" in e and e.get("applied", True):
             rec.progress = e["progress"]
             rec.last_progress_at = t
-        src = e.get("src", "")
-        label = f"{src}:{e['kind']}" if "kind" in e else src
         if op == "dispatch":
             rec.dispatched_at = t
             hist = HistoryEntry(e["seq"], "dispatch", before, before, "DISPATCHED", t, e["w"])
-        elif op == "note":
-            if e.get("stop"):
-                rec.stop_requested = True
-            if e.get("cdone"):
-                rec.control_done_seen = True
-            hist = HistoryEntry(e["seq"], label, before, before, e["reason"], t, e["w"],
-                                applied=e["applied"], runtime_seq=rseq)
-        else:  # move
-            to = self._move(rec, e, before)
-            hist = HistoryEntry(e["seq"], label, before, to, e["reason"], t, e["w"],
-                                runtime_seq=rseq, evidence=tuple(e.get("ev", ())),
-                                detail=e.get("detail", ""))
+        else:
+            src = e.get("src", "")
+            kind = e.get("kind")
+            label = src if kind is None else f"{src}:{kind}"
+            if op == "note":
+                if e.get("stop"):
+                    rec.stop_requested = True
+                if e.get("cdone"):
+                    rec.control_done_seen = True
+                hist = HistoryEntry(e["seq"], label, before, before, e["reason"], t, e["w"],
+                                    e["applied"], rseq)
+            else:  # move
+                to = self._move(rec, e, before)
+                ev = e.get("ev")
+                hist = HistoryEntry(e["seq"], label, before, to, e["reason"], t, e["w"], True,
+                                    rseq, () if ev is None else tuple(ev), e.get("detail", ""))
         rec.events.append(hist)
         return rec, hist
 
@@ -274,7 +277,7 @@ class Book:
         t = e["t"]
         cmd = e["cmd"]
         if not isinstance(cmd, Command):
-            cmd = Command.from_wire(cmd)
+            cmd = Command.model_validate(cmd)  # a dict fresh from the journal
         rec = CommandRecord(command=cmd, state=CommandState.ACCEPTED, reason="ACCEPTED",
                             accepted_at=t, start_deadline=t + cmd.start_within_ms / 1000.0)
         cid = e["id"]
