@@ -315,7 +315,7 @@ class Ledger(GroupCommit):
         are recorded (``applied=False``) and change nothing."""
         with self._lock:
             self._check_open()
-            rec = self.get(event.command_id)
+            rec = self._records.get(event.command_id) or self.get(event.command_id)
             now = finite_seconds("now", now, event.command_id)
             self._commit([event_entry(rec, event, now)])
             return rec

@@ -12,7 +12,7 @@ stop request for an UNKNOWN command).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from harness_bt.ledger.command import Command, CommandEvent
 from harness_bt.ledger.errors import LedgerCode, LedgerError
@@ -44,6 +44,7 @@ ALLOWED: dict[CommandState, frozenset[CommandState]] = {
     CommandState.REJECTED: frozenset(),
 }
 _STATE_BY_VALUE = {s.value: s for s in CommandState}
+_VERDICTS = {v.value: v for v in Verdict}
 _VERDICT_REASONS = {
     Verdict.SUCCEEDED: "POSTCONDITION_CONFIRMED",
     Verdict.FAILED: "POSTCONDITION_NOT_MET",
@@ -86,7 +87,7 @@ def note(rec: CommandRecord, now: float, src: str, reason: str, applied: bool,
 def event_entry(rec: CommandRecord, ev: CommandEvent, now: float) -> dict[str, Any]:
     """What a runtime event does to ``rec``. Duplicates, older seqs and events the state does
     not allow are noted (``applied=False``) and change nothing."""
-    kind = cast(EventKind, ev.kind)  # CommandEvent normalises kind to EventKind
+    kind: EventKind = ev.kind  # type: ignore[assignment]  # CommandEvent normalises it
     state = rec.state
     extra: dict[str, Any] = {"rseq": ev.seq, "kind": kind.value}
     if ev.progress is not None:
@@ -151,8 +152,8 @@ def verdict_entry(rec: CommandRecord, verdict: Verdict | CommandState | str,
     RECONCILING also takes CANCELED (the runtime confirmed the stop)."""
     cid = rec.command_id
     try:
-        v = Verdict(str(verdict))
-    except ValueError:
+        v = _VERDICTS.get(verdict) or Verdict(str(verdict))  # type: ignore[call-overload]
+    except (ValueError, TypeError):
         raise LedgerError(LedgerCode.INVALID_TRANSITION, f"verdict {verdict!r} is not one of "
                           "SUCCEEDED, FAILED, UNKNOWN, CANCELED", command_id=cid,
                           field="verdict") from None

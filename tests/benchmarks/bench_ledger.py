@@ -157,13 +157,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     fig: dict[str, list[float]] = {k: [] for k in (
-        "mem", "call", "tick1", "tick4", "raw", "grp1", "grp4", "full", "tail", "snap",
+        "mem", "memtick1", "call", "tick1", "tick4", "raw", "grp1", "grp4", "full", "tail", "snap",
         "save_first", "save_again")}
     per_commit: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         for r in range(args.repeats):
             fig["mem"].append(lifecycles(Ledger(), 20_000))
+            fig["memtick1"].append(ticked(Ledger(), 4_000, 1)[0])
             led = Ledger.open(d / f"call-{r}.db")
             fig["call"].append(lifecycles(led, 4_000))
             led.close()
@@ -209,6 +210,8 @@ def main() -> None:
     print(f"durable, one commit per call:    {m['call']:9,.0f} lifecycles/s = "
           f"{m['call'] * calls:8,.0f} calls/s = {m['call'] * calls / m['raw']:.2f}x the raw "
           "commit rate")
+    print(f"in memory, one group per tick, 1 in flight: {m['memtick1']:9,.0f} lifecycles/s "
+          f"({1e6 / m['memtick1']:.0f} us each: the ledger's Python and the tick loop's)")
     for lanes in (1, 4):
         t, g = m[f"tick{lanes}"], m[f"grp{lanes}"]
         print(f"durable, one commit per tick, {lanes} in flight: {t:9,.0f} lifecycles/s = "
@@ -216,6 +219,12 @@ def main() -> None:
               f"(target >= 0.50); {per_commit[lanes]:.2f} rows per commit; raw SQLite "
               f"committing the same rows in the same transactions: {g:9,.0f} rows/s "
               f"({t * calls / g:.2f}x of it)")
+        if lanes == 1:
+            sql, mem = calls / g * 1e6, 1e6 / m["memtick1"]
+            print(f"   1 in flight, per lifecycle: {1e6 / t:.0f} us = SQLite's own commits of "
+                  f"those rows {sql:.0f} us + the same ticks in memory {mem:.0f} us + "
+                  f"{1e6 / t - sql - mem:.0f} us more; the target needs <= "
+                  f"{calls / (0.5 * m['raw']) * 1e6:.0f} us")
     print(f"reopen of {events:,} events, whole journal replayed (no snapshot): "
           f"{m['full']:.3f} s")
     print(f"reopen of {crashed_at:,} events, killed: the snapshot at {snap_at:,} + a "
