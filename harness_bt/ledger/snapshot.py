@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 from typing import Any
 
 import orjson
@@ -41,6 +42,7 @@ _STATE = {s.value: s for s in CommandState}
 _DUMPS = json.JSONEncoder(separators=(",", ":")).encode  # json, not orjson: NaN evidence
 _FIELDS = tuple(Command.model_fields)
 _NEW = object.__new__
+_BUILDING = threading.Lock()
 _SET = object.__setattr__
 
 
@@ -105,9 +107,7 @@ class SnapshotRecord(CommandRecord):
     __slots__ = ("_line",)
 
     def __getattr__(self, name: str) -> Any:  # only for a field not set yet: build them all
-        if _SnapshotLine.__get__(self) is None:
-            raise AttributeError(name)
-        _build(self)
+        _build(self)  # (nothing when built: then the name is not an attribute at all)
         return object.__getattribute__(self, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -126,7 +126,13 @@ def _record(line: str) -> SnapshotRecord:
 
 
 def _build(rec: SnapshotRecord) -> None:
-    line = _SnapshotLine.__get__(rec)
+    with _BUILDING:  # two threads reading one record: it is built once, never rebuilt over
+        line = _SnapshotLine.__get__(rec)  # changes made after the first build
+        if line is not None:
+            _build_from(rec, line)
+
+
+def _build_from(rec: SnapshotRecord, line: str) -> None:
     state = _STATE
     try:
         (fields, st, reason, acc, sdl, disp, started, edl, stop_req, stop_dl, term, lseq,

@@ -122,3 +122,31 @@ def test_a_snapshot_of_the_previous_format_is_ignored_and_the_journal_replayed(
 def test_a_commands_journal_text_reads_back_as_its_wire_form(cmd, params):
     command = cmd("nav-1", params=params)
     assert json.loads(command.wire_text) == command.wire
+
+
+def test_threads_reading_one_unbuilt_record_at_once_all_see_it_built_once(journal_path, cmd):
+    import threading
+
+    _finished(journal_path, cmd, ids=tuple(f"nav-{i}" for i in range(200))).close()
+    again = Ledger.open(journal_path, now=1.0)
+    records = again.records()
+    seen: list[object] = []
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            for rec in records:
+                seen.append((rec.state, rec.command.command_id, len(rec.events)))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(seen) == 800 and {s for s in seen} == {
+        (CommandState.SUCCEEDED, f"nav-{i}", 5) for i in range(200)}
+    assert not hasattr(records[0], "no_such_field")
+    again.close()
