@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness_bt.ledger.errors import LedgerCode, LedgerError
@@ -65,6 +66,18 @@ class Command(BaseModel):
         """:meth:`to_wire`, made once per command and shared (the journal, the ZeroMQ
         dispatch and its resends read it): read it, never change it."""
         return self.model_dump(mode="json")
+
+    @cached_property
+    def wire_text(self) -> str:
+        """:attr:`wire` as compact JSON text, made once per command (the ledger's journal entry
+        and the ZeroMQ dispatch embed it as is). Written by orjson from the fields directly
+        (no pydantic dump; both write a NaN as null) when every value is plain JSON data with
+        string keys; else from :attr:`wire`."""
+        try:
+            return orjson.dumps({name: getattr(self, name) for name in _WIRE_FIELDS},
+                                option=_OWN_TYPES_ONLY).decode()
+        except TypeError:  # a value orjson may not write as pydantic does (a big int, a date)
+            return json.dumps(self.wire, separators=(",", ":"), allow_nan=True)
 
     @classmethod
     def from_wire(cls, data: Mapping[str, Any]) -> Command:
@@ -123,6 +136,9 @@ def find_non_finite(value: Any, path: str) -> list[tuple[str, float]]:
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})
+_WIRE_FIELDS = tuple(Command.model_fields)
+#: dates and dataclasses are left to pydantic (orjson writes some of them differently)
+_OWN_TYPES_ONLY = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 _KINDS = {k.value: k for k in EventKind}
 
 

@@ -19,19 +19,19 @@ from typing import Any
 from harness_bt.ledger.command import Command, CommandEvent
 from harness_bt.ledger.errors import LedgerCode, LedgerError, finite_seconds
 from harness_bt.ledger.group import GroupCommit
-from harness_bt.ledger.journal import LedgerJournal
 from harness_bt.ledger.lifecycle import (
     Book,
     cancel_entry,
     deadline_entries,
+    entry_text,
     event_entry,
     move,
     premise_problem,
-    to_json,
     verdict_entry,
 )
 from harness_bt.ledger.record import CommandRecord, HistoryEntry
 from harness_bt.ledger.recovery import replay
+from harness_bt.ledger.sqlite_store import LedgerJournal
 from harness_bt.ledger.states import CommandState, Verdict
 
 __all__ = ["Ledger", "LedgerListener", "PremiseCheck"]
@@ -98,7 +98,7 @@ class Ledger(GroupCommit):
         wall_clock: Callable[[], float] = time.time,
         synchronous: str = "NORMAL",
         now: float | None = None,
-        snapshot_every: int | None = 50_000,
+        snapshot_every: int | None = 10_000,
     ) -> Ledger:
         """Open (or create) a durable ledger. Reopening recovers every record in the file.
 
@@ -315,7 +315,7 @@ class Ledger(GroupCommit):
         are recorded (``applied=False``) and change nothing."""
         with self._lock:
             self._check_open()
-            rec = self.get(event.command_id)
+            rec = self._records.get(event.command_id) or self.get(event.command_id)
             now = finite_seconds("now", now, event.command_id)
             self._commit([event_entry(rec, event, now)])
             return rec
@@ -427,17 +427,21 @@ class Ledger(GroupCommit):
             seq += 1
             entry["seq"] = seq
             entry["w"] = wall
-        if self._journal is not None:
-            self._journal.append([to_json(e) for e in entries])
+        journal = self._journal
+        if journal is not None:
+            journal.append([(e["seq"], entry_text(e)) for e in entries])
         self._seq = seq
+        apply, listeners = self._book.apply, self._listeners
         out = []
         for entry in entries:
-            rec, hist = self._book.apply(entry)
+            rec, hist = apply(entry)
             out.append(hist)
-            if hist is not None and rec is not None:
-                for listener in self._listeners:
+            if listeners and hist is not None and rec is not None:
+                for listener in listeners:
                     listener(rec, hist)
-        if self.snapshot_every is not None:
+        every = self.snapshot_every
+        if (every is not None and journal is not None
+                and journal.last_seq - journal.snapshot_seq >= every):
             self._after_write()
         return out
 

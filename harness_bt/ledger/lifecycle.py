@@ -12,15 +12,16 @@ stop request for an UNKNOWN command).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from harness_bt.ledger.command import Command, CommandEvent
 from harness_bt.ledger.errors import LedgerCode, LedgerError
 from harness_bt.ledger.record import CommandRecord, HistoryEntry
+from harness_bt.ledger.sqlite_store import encode_entry
 from harness_bt.ledger.states import TERMINAL, CommandState, EventKind, Verdict
 
-__all__ = ["ALLOWED", "Book", "cancel_entry", "deadline_entries", "event_entry", "jsonable",
-           "move", "note", "premise_problem", "to_json", "verdict_entry"]
+__all__ = ["ALLOWED", "Book", "cancel_entry", "deadline_entries", "entry_text", "event_entry",
+           "jsonable", "move", "note", "premise_problem", "verdict_entry"]
 
 
 
@@ -43,6 +44,7 @@ ALLOWED: dict[CommandState, frozenset[CommandState]] = {
     CommandState.REJECTED: frozenset(),
 }
 _STATE_BY_VALUE = {s.value: s for s in CommandState}
+_VERDICTS = {v.value: v for v in Verdict}
 _VERDICT_REASONS = {
     Verdict.SUCCEEDED: "POSTCONDITION_CONFIRMED",
     Verdict.FAILED: "POSTCONDITION_NOT_MET",
@@ -85,7 +87,7 @@ def note(rec: CommandRecord, now: float, src: str, reason: str, applied: bool,
 def event_entry(rec: CommandRecord, ev: CommandEvent, now: float) -> dict[str, Any]:
     """What a runtime event does to ``rec``. Duplicates, older seqs and events the state does
     not allow are noted (``applied=False``) and change nothing."""
-    kind = cast(EventKind, ev.kind)  # CommandEvent normalises kind to EventKind
+    kind: EventKind = ev.kind  # type: ignore[assignment]  # CommandEvent normalises it
     state = rec.state
     extra: dict[str, Any] = {"rseq": ev.seq, "kind": kind.value}
     if ev.progress is not None:
@@ -150,8 +152,8 @@ def verdict_entry(rec: CommandRecord, verdict: Verdict | CommandState | str,
     RECONCILING also takes CANCELED (the runtime confirmed the stop)."""
     cid = rec.command_id
     try:
-        v = Verdict(str(verdict))
-    except ValueError:
+        v = _VERDICTS.get(verdict) or Verdict(str(verdict))  # type: ignore[call-overload]
+    except (ValueError, TypeError):
         raise LedgerError(LedgerCode.INVALID_TRANSITION, f"verdict {verdict!r} is not one of "
                           "SUCCEEDED, FAILED, UNKNOWN, CANCELED", command_id=cid,
                           field="verdict") from None
@@ -227,7 +229,8 @@ class Book:
     def apply(self, e: dict[str, Any]) -> tuple[CommandRecord | None, HistoryEntry | None]:
         """Apply one journal entry. Used live and on replay alike."""
         op = e["op"]
-        t = e["t"]
+        if op == "accept":
+            return self._accept(e)
         if op == "meta":
             if "world_version" in e:
                 self.world_version = e["world_version"]
@@ -239,33 +242,35 @@ class Book:
                 if self.records.pop(cid, None) is not None:
                     self.active.pop(cid, None)
             return None, None
-        if op == "accept":
-            return self._accept(e)
+        t = e["t"]
         rec = self.records[e["id"]]
         before = rec.state
+        rec._snapshot_text = None  # its snapshot line, if one was kept, is out of date
         rseq = e.get("rseq")
         if rseq is not None and rseq > rec.last_seq:
             rec.last_seq = rseq
         if "progress" in e and e.get("applied", True):
             rec.progress = e["progress"]
             rec.last_progress_at = t
-        src = e.get("src", "")
-        label = f"{src}:{e['kind']}" if "kind" in e else src
         if op == "dispatch":
             rec.dispatched_at = t
             hist = HistoryEntry(e["seq"], "dispatch", before, before, "DISPATCHED", t, e["w"])
-        elif op == "note":
-            if e.get("stop"):
-                rec.stop_requested = True
-            if e.get("cdone"):
-                rec.control_done_seen = True
-            hist = HistoryEntry(e["seq"], label, before, before, e["reason"], t, e["w"],
-                                applied=e["applied"], runtime_seq=rseq)
-        else:  # move
-            to = self._move(rec, e, before)
-            hist = HistoryEntry(e["seq"], label, before, to, e["reason"], t, e["w"],
-                                runtime_seq=rseq, evidence=tuple(e.get("ev", ())),
-                                detail=e.get("detail", ""))
+        else:
+            src = e.get("src", "")
+            kind = e.get("kind")
+            label = src if kind is None else f"{src}:{kind}"
+            if op == "note":
+                if e.get("stop"):
+                    rec.stop_requested = True
+                if e.get("cdone"):
+                    rec.control_done_seen = True
+                hist = HistoryEntry(e["seq"], label, before, before, e["reason"], t, e["w"],
+                                    e["applied"], rseq)
+            else:  # move
+                to = self._move(rec, e, before)
+                ev = e.get("ev")
+                hist = HistoryEntry(e["seq"], label, before, to, e["reason"], t, e["w"], True,
+                                    rseq, () if ev is None else tuple(ev), e.get("detail", ""))
         rec.events.append(hist)
         return rec, hist
 
@@ -273,7 +278,7 @@ class Book:
         t = e["t"]
         cmd = e["cmd"]
         if not isinstance(cmd, Command):
-            cmd = Command.from_wire(cmd)
+            cmd = Command.model_validate(cmd)  # a dict fresh from the journal
         rec = CommandRecord(command=cmd, state=CommandState.ACCEPTED, reason="ACCEPTED",
                             accepted_at=t, start_deadline=t + cmd.start_within_ms / 1000.0)
         cid = e["id"]
@@ -319,13 +324,15 @@ class Book:
         return to
 
 
-def to_json(entry: dict[str, Any]) -> dict[str, Any]:
-    """An entry as the journal stores it (the command as wire data)."""
+def entry_text(entry: dict[str, Any]) -> str:
+    """An entry as the journal stores it: compact JSON, the command (``accept``) as its wire
+    text, made once per command (:attr:`Command.wire_text`) and spliced in, not re-encoded."""
     cmd = entry.get("cmd")
-    if isinstance(cmd, Command):
-        entry = dict(entry)
-        entry["cmd"] = cmd.wire
-    return entry
+    if cmd is None:
+        return encode_entry(entry)
+    head = encode_entry({k: v for k, v in entry.items() if k != "cmd"})
+    body = cmd.wire_text if isinstance(cmd, Command) else encode_entry(cmd)
+    return f'{head[:-1]},"cmd":{body}}}'
 
 
 _SCALARS = (str, int, float, bool, type(None))

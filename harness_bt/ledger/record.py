@@ -73,6 +73,9 @@ class CommandRecord:
     prior_state: CommandState | None = None
     evidence: tuple[Any, ...] = ()
     events: list[HistoryEntry] = field(default_factory=list)
+    #: this record's line in a snapshot, kept once it was written for a terminal record and
+    #: dropped by any change (the ledger's snapshots then copy it instead of encoding it again)
+    _snapshot_text: str | None = field(default=None, repr=False)
 
     @property
     def command_id(self) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import gc
 import logging
 
-from harness_bt.ledger.journal import LedgerJournal
 from harness_bt.ledger.lifecycle import Book
 from harness_bt.ledger.snapshot import SnapshotMismatch, dump_book, load_book
+from harness_bt.ledger.sqlite_store import LedgerJournal
 
 __all__ = ["replay", "save_snapshot"]
 

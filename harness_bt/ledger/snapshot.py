@@ -2,15 +2,19 @@
 the journal written after it instead of replaying every entry.
 
 A snapshot is the :class:`~harness_bt.ledger.lifecycle.Book` at one journal sequence number,
-as compact JSON (positional arrays, one per record and per history entry) with its sha256. It is
-a cache of the journal, never a second source of truth: the journal keeps every entry, and a
-snapshot that does not check out (another format, a digest that does not match, a seq past the
-journal's end) is ignored with a warning and the journal is replayed from the start.
+as text with its sha256: a header line (JSON: format, seq, world version, epoch, the resources
+held, every command id and which records are not terminal), then one line per record (a compact
+JSON array: the command's fields, the record's fields, its history). It is a cache of the
+journal, never a second source of truth: the journal keeps every entry, and a snapshot that does
+not check out (another format, a digest that does not match, a seq past the journal's end, a line
+count that does not match its ids) is ignored with a warning and the journal is replayed from the
+start.
 
-The snapshot is written by the ledger itself from records it validated when they were accepted,
-and the digest only guards against a damaged file; loading still validates every
-:class:`~harness_bt.ledger.command.Command` (all of them in one pydantic call). Nothing here
-unpickles anything.
+Loading is lazy: a record (a :class:`SnapshotRecord`) keeps its line as text and is built the
+first time anything of it is read or changed (its command validated by pydantic then); the
+records still open are built at once. Most records of a long run are terminal and never read
+again, so a reopen costs the parse of the header and a split of the text into lines, and a
+snapshot written later copies an unread record's line as it is. Nothing here unpickles anything.
 """
 
 from __future__ import annotations
@@ -18,24 +22,28 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 from typing import Any
 
 import orjson
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from harness_bt.ledger.command import Command
-from harness_bt.ledger.journal import decode_json
+from harness_bt.ledger.errors import LedgerCode, LedgerError
 from harness_bt.ledger.lifecycle import Book
 from harness_bt.ledger.record import CommandRecord, HistoryEntry
+from harness_bt.ledger.sqlite_store import decode_json
 from harness_bt.ledger.states import TERMINAL, CommandState
 
 __all__ = ["SNAPSHOT_FORMAT", "SnapshotMismatch", "dump_book", "load_book"]
 
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2
 _STATE = {s.value: s for s in CommandState}
 _DUMPS = json.JSONEncoder(separators=(",", ":")).encode  # json, not orjson: NaN evidence
 _FIELDS = tuple(Command.model_fields)
-_COMMANDS = TypeAdapter(list[Command])
+_NEW = object.__new__
+_BUILDING = threading.Lock()
+_SET = object.__setattr__
 
 
 class SnapshotMismatch(ValueError):
@@ -48,21 +56,27 @@ def _hist(h: HistoryEntry) -> list[Any]:
             list(h.evidence), h.detail]
 
 
-def _record(r: CommandRecord) -> list[Any]:
+def _line(r: CommandRecord) -> str:
+    """One record as its snapshot line (an unbuilt :class:`SnapshotRecord`: its own line; a
+    terminal record: the line kept from the last snapshot, when nothing changed since)."""
+    if type(r) is SnapshotRecord:
+        line = _SnapshotLine.__get__(r)
+        if line is not None:
+            return line
+    text = r._snapshot_text
+    if text is not None:
+        return text
     wire = r.command.wire
-    return [[wire[f] for f in _FIELDS], r.state.value, r.reason, r.accepted_at, r.start_deadline,
-            r.dispatched_at, r.started_at, r.exec_deadline, r.stop_requested, r.stop_deadline,
-            r.terminal_at, r.last_seq, r.progress, r.last_progress_at, r.control_done_seen,
-            None if r.prior_state is None else r.prior_state.value, list(r.evidence),
-            _history_text(r)]
-
-
-def _history_text(r: CommandRecord) -> str:
-    raw = r._raw if isinstance(r, SnapshotRecord) else None
-    if raw is not None:
-        return raw
     events = r.events
-    return _encode([_hist(h) for h in events], all(_exact(h.evidence) for h in events))
+    row = [[wire[f] for f in _FIELDS], r.state.value, r.reason, r.accepted_at,
+           r.start_deadline, r.dispatched_at, r.started_at, r.exec_deadline, r.stop_requested,
+           r.stop_deadline, r.terminal_at, r.last_seq, r.progress, r.last_progress_at,
+           r.control_done_seen, None if r.prior_state is None else r.prior_state.value,
+           list(r.evidence), [_hist(h) for h in events]]
+    text = _encode(row, _exact(r.evidence) and all(_exact(h.evidence) for h in events))
+    if r.state in TERMINAL:
+        r._snapshot_text = text
+    return text
 
 
 def _exact(value: Any) -> bool:
@@ -86,48 +100,74 @@ def _encode(value: Any, exact: bool) -> str:
     return _DUMPS(value)
 
 
-def _history(raw: str) -> list[HistoryEntry]:
-    state, hist = _STATE, HistoryEntry
-    return [hist(s, op, None if b is None else state[b], state[a], why, mono, wall, applied,
-                 rseq, tuple(hev), detail)
-            for s, op, b, a, why, mono, wall, applied, rseq, hev, detail in decode_json(raw)]
-
-
 class SnapshotRecord(CommandRecord):
-    """A record loaded from a snapshot: its history (most records' history is never read
-    again) stays JSON text until :attr:`events` is first used."""
+    """A record loaded from a snapshot, built from its line the first time any field of it is
+    read or set (see the module docstring)."""
 
-    __slots__ = ("_raw",)
+    __slots__ = ("_line",)
 
-    def __init__(self, *args: Any, raw: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._raw: str | None = raw
+    def __getattr__(self, name: str) -> Any:  # only for a field not set yet: build them all
+        _build(self)  # (nothing when built: then the name is not an attribute at all)
+        return object.__getattribute__(self, name)
 
-    @property
-    def events(self) -> list[HistoryEntry]:
-        raw = self._raw
-        if raw is not None:
-            self._raw = None
-            _EVENTS.__set__(self, _history(raw))
-        return _EVENTS.__get__(self)
-
-    @events.setter
-    def events(self, value: list[HistoryEntry]) -> None:
-        self._raw = None
-        _EVENTS.__set__(self, value)
+    def __setattr__(self, name: str, value: Any) -> None:
+        if _SnapshotLine.__get__(self) is not None:
+            _build(self)
+        _SET(self, name, value)
 
 
-_EVENTS: Any = CommandRecord.__dict__["events"]  # the slot under the property
+_SnapshotLine: Any = SnapshotRecord.__dict__["_line"]  # the slot's descriptor
+
+
+def _record(line: str) -> SnapshotRecord:
+    rec = _NEW(SnapshotRecord)
+    _SnapshotLine.__set__(rec, line)
+    return rec
+
+
+def _build(rec: SnapshotRecord) -> None:
+    with _BUILDING:  # two threads reading one record: it is built once, never rebuilt over
+        line = _SnapshotLine.__get__(rec)  # changes made after the first build
+        if line is not None:
+            _build_from(rec, line)
+
+
+def _build_from(rec: SnapshotRecord, line: str) -> None:
+    state = _STATE
+    try:
+        (fields, st, reason, acc, sdl, disp, started, edl, stop_req, stop_dl, term, lseq,
+         prog, lprog, cdone, prior, ev, events) = decode_json(line)
+        cmd = Command.model_validate(dict(zip(_FIELDS, fields, strict=True)))
+        values = dict(
+            command=cmd, state=state[st], reason=reason, accepted_at=acc, start_deadline=sdl,
+            dispatched_at=disp, started_at=started, exec_deadline=edl, stop_requested=stop_req,
+            stop_deadline=stop_dl, terminal_at=term, last_seq=lseq, progress=prog,
+            last_progress_at=lprog, control_done_seen=cdone,
+            prior_state=None if prior is None else state[prior], evidence=tuple(ev),
+            events=[HistoryEntry(s, op, None if b is None else state[b], state[a], why, mono,
+                                 wall, applied, rseq, tuple(hev), detail)
+                    for s, op, b, a, why, mono, wall, applied, rseq, hev, detail in events],
+            _snapshot_text=line if state[st] in TERMINAL else None)
+    except (KeyError, TypeError, ValueError, ValidationError) as exc:
+        raise LedgerError(
+            LedgerCode.JOURNAL_FAILED, f"a record of the ledger snapshot does not read back "
+            f"({exc!r:.300}): the snapshot passed its sha256 check, so it was written so",
+            fix="delete the snapshot (DELETE FROM ledger_snapshots) and reopen: the whole "
+                "journal is replayed") from None
+    for name, value in values.items():
+        _SET(rec, name, value)
+    _SnapshotLine.__set__(rec, None)
 
 
 def dump_book(book: Book, seq: int) -> tuple[str, str]:
     """The book as it stands after journal entry ``seq``: ``(body, sha256 of body)``."""
-    records = book.records.values()
-    body = _encode({
+    records = book.records
+    head = _encode({
         "format": SNAPSHOT_FORMAT, "seq": seq, "world_version": book.world_version,
         "epoch": book.epoch, "holders": book.holders, "fields": _FIELDS,
-        "records": [_record(r) for r in records],
-    }, all(_exact(r.evidence) for r in records))
+        "ids": list(records),
+        "open": [i for i, cid in enumerate(records) if cid in book.active]}, True)
+    body = "\n".join([head, *map(_line, records.values())])
     return body, hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -137,43 +177,34 @@ def load_book(book: Book, body: str, digest: str, *, last_seq: int) -> int:
     Raises :class:`SnapshotMismatch` (the book untouched) when the snapshot cannot be used."""
     if hashlib.sha256(body.encode()).hexdigest() != digest:
         raise SnapshotMismatch("its sha256 does not match its content")
+    head, _, rest = body.partition("\n")
     try:
-        data = decode_json(body)
+        data = decode_json(head)
     except ValueError as exc:
-        raise SnapshotMismatch(f"it is not JSON: {exc}") from None
+        raise SnapshotMismatch(f"its header is not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != SNAPSHOT_FORMAT:
         fmt = data.get("format") if isinstance(data, dict) else None
         raise SnapshotMismatch(f"it is of format {fmt!r}, this version reads {SNAPSHOT_FORMAT}")
-    seq = data["seq"]
+    seq = data.get("seq")
     if not isinstance(seq, int) or not 0 <= seq <= last_seq:
         raise SnapshotMismatch(f"it stands at seq {seq!r}, the journal ends at {last_seq}")
     if data.get("fields") != list(_FIELDS):
         raise SnapshotMismatch("its commands have other fields than this version's")
-    state = _STATE
-    records: dict[str, CommandRecord] = {}
-    active: dict[str, CommandRecord] = {}
     try:
-        rows = data["records"]
-        commands = _COMMANDS.validate_python([dict(zip(_FIELDS, r[0], strict=True))
-                                              for r in rows])
-        for cmd, (_, st, reason, acc, sdl, disp, started, edl, stop_req, stop_dl, term, lseq,
-             prog, lprog, cdone, prior, ev, events) in zip(commands, rows, strict=True):
-            if not isinstance(events, str):
-                raise TypeError(f"history {events!r:.50} is not JSON text")
-            rec = SnapshotRecord(
-                command=cmd, state=state[st], reason=reason, accepted_at=acc,
-                start_deadline=sdl, dispatched_at=disp, started_at=started, exec_deadline=edl,
-                stop_requested=stop_req, stop_deadline=stop_dl, terminal_at=term, last_seq=lseq,
-                progress=prog, last_progress_at=lprog, control_done_seen=cdone,
-                prior_state=None if prior is None else state[prior], evidence=tuple(ev),
-                raw=events)
-            records[cmd.command_id] = rec
-            if rec.state not in TERMINAL:
-                active[cmd.command_id] = rec
+        ids, still_open = data["ids"], data["open"]
+        lines = rest.split("\n") if ids else []
+        if len(lines) != len(ids) or not all(type(cid) is str for cid in ids):
+            raise ValueError(f"{len(ids)} ids and {len(lines)} record lines")
+        records = dict(zip(ids, map(_record, lines), strict=True))
+        active = {ids[i]: records[ids[i]] for i in still_open}
+        for rec in active.values():
+            _build(rec)  # the open ones are read at once (marked UNKNOWN on reopening)
+            if rec.state in TERMINAL:
+                raise ValueError(f"record {rec.command_id!r} is listed open but is terminal")
         holders = {str(k): str(v) for k, v in data["holders"].items()}
         world_version, epoch = int(data["world_version"]), int(data["epoch"])
-    except (KeyError, TypeError, ValueError, ValidationError) as exc:
-        raise SnapshotMismatch(f"its content does not read as a ledger: {exc!r}") from None
+    except (KeyError, TypeError, ValueError, IndexError, LedgerError) as exc:
+        raise SnapshotMismatch(f"its content does not read as a ledger: {exc!r:.300}") from None
     book.records.update(records)
     book.active.update(active)
     book.holders.update(holders)

@@ -9,7 +9,7 @@ Shared by the in-process runtime and the ZeroMQ runtime server. The host
   into one action (:mod:`~runtime_bridge.host.merge`), settles the results into events with a
   per-command increasing ``seq``, steps the :class:`~harness_bt.runtime.backend.Backend`;
 - journals every change before it acts on it or answers about it
-  (:mod:`~runtime_bridge.host.batching` over a :mod:`~runtime_bridge.host.journal`), so a
+  (:mod:`~runtime_bridge.host.batching` over a :mod:`~runtime_bridge.host.record_store`), so a
   restarted host answers for everything it acknowledged, and reports what was active when it
   died as ABORTED with reason ``RUNTIME_RESTARTED``, never running it again;
 - lets requests in during a step without starving the control loop

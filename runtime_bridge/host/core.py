@@ -22,9 +22,9 @@ from harness_bt.runtime.executor import Executor, ExecutorFactory
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.host.batching import JournalBatch
 from runtime_bridge.host.giveway import GiveWay, GiveWayScheduler
-from runtime_bridge.host.journal import MemoryRuntimeJournal, RuntimeJournal
 from runtime_bridge.host.merge import ActionMerger
 from runtime_bridge.host.record import RuntimeReason, RuntimeRecord
+from runtime_bridge.host.record_store import MemoryRuntimeJournal, RuntimeJournal
 from runtime_bridge.host.types import EventBatch, HostConfig
 
 __all__ = ["Bookkeeping", "HostCore", "Live", "PlanOn"]

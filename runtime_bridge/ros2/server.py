@@ -42,7 +42,7 @@ from harness_bt.runtime.backend import Backend
 from harness_bt.runtime.bridge import RuntimeState
 from harness_bt.runtime.executor import ExecutorFactory
 from runtime_bridge.host import ExecutorHost, HostConfig
-from runtime_bridge.host.journal import SqliteRuntimeJournal
+from runtime_bridge.host.record_store import SqliteRuntimeJournal
 from runtime_bridge.ros2 import robot
 from runtime_bridge.ros2.actions import ActionServer, GoalStatus, goal_uuid
 from runtime_bridge.ros2.dds import Participant

@@ -49,6 +49,7 @@ from harness_bt.runtime.bridge import Ack, BridgeNotice, PollResult, RuntimeStat
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.host import HeartbeatResult
 from runtime_bridge.zmq.client import LazyPirateClient
+from runtime_bridge.zmq.jsontext import RawJSON
 from runtime_bridge.zmq.codec import (
     ack_from_wire,
     batch_from_wire,
@@ -149,6 +150,7 @@ class ZmqBridge:
         self._ensure_hello()
         cid = command.command_id
         budget = command.start_within_ms if start_budget_ms is None else start_budget_ms
+        text = RawJSON(command.wire_text)  # encoded once per command (the ledger's journal too)
         began = self.clock.monotonic()
         self.followed.add(cid)
         tries = 0
@@ -159,7 +161,7 @@ class ZmqBridge:
             if tries > 1 and left <= 0:
                 break
             try:
-                reply = self._call(MessageType.DISPATCH, cid, {"command": command.wire,
+                reply = self._call(MessageType.DISPATCH, cid, {"command": text,
                                                       "start_budget_ms": left}, retries=1,
                                    timeout_s=next(waits))
             except WireError as err:

@@ -66,7 +66,7 @@ def command_from_wire(body: Mapping[str, Any], header_command_id: str) -> Comman
     if not isinstance(data, dict):
         raise _bad("DISPATCH needs a 'command' object", data)
     try:
-        command = Command.from_wire(data)
+        command = Command.model_validate(data)  # a dict fresh from the request: no copy
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise WireError(WireCode.INVALID_REQUEST, f"the command is not valid: {problems}",

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["dumps", "loads"]
+__all__ = ["RawJSON", "dumps", "loads"]
 
 #: dataclasses and datetimes go to ``default`` (there is none: TypeError), as :mod:`json` refuses
 #: them; a NaN becomes ``null``, so any output with ``null`` in it is written again by json.
@@ -25,19 +25,45 @@ _DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
 _LONG_RUN = b"0" * 19
 
 
+class RawJSON:
+    """JSON text embedded as it is by :func:`dumps` (text made once and sent many times, as a
+    command's :attr:`~harness_bt.ledger.Command.wire_text`): orjson copies it into the output
+    instead of encoding the value again. The text must be JSON that :mod:`json` reads."""
+
+    __slots__ = ("fragment", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.fragment = orjson.Fragment(text)
+
+
+def _fragment(value: Any) -> Any:
+    if type(value) is RawJSON:
+        return value.fragment
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
+def _parsed(value: Any) -> Any:
+    if type(value) is RawJSON:
+        return json.loads(value.text, parse_constant=_reject_constant)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
 def dumps(value: Any) -> bytes:
     """Compact UTF-8 JSON; raises ``ValueError`` for NaN or an infinity and ``TypeError`` for
-    what JSON cannot hold (the errors of ``json.dumps(..., allow_nan=False)``)."""
+    what JSON cannot hold (the errors of ``json.dumps(..., allow_nan=False)``). A
+    :class:`RawJSON` value is written as its text."""
     try:
-        out = orjson.dumps(value, option=_OPTIONS)
+        out = orjson.dumps(value, default=_fragment, option=_OPTIONS)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         out = b"null"
     if b"null" in out:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        return json.dumps(value, separators=(",", ":"), allow_nan=False,
+                          default=_parsed).encode("utf-8")
     return out
 
 

@@ -18,7 +18,7 @@ Threads and what each owns:
   SQLite transaction or a sync to disk.
 
 The host is thread-safe; its journal
-(:class:`~runtime_bridge.host.journal_log.LoggedRuntimeJournal`) makes every answer durable
+(:class:`~runtime_bridge.host.record_log.LoggedRuntimeJournal`) makes every answer durable
 before it leaves, with one append to a file.
 """
 
@@ -36,7 +36,7 @@ from harness_bt.errors import BridgeError
 from harness_bt.runtime.backend import Backend
 from harness_bt.runtime.executor import ExecutorFactory
 from runtime_bridge.host import ExecutorHost, HostConfig, PlanOn, StepResult
-from runtime_bridge.host.journal_log import LoggedRuntimeJournal
+from runtime_bridge.host.record_log import LoggedRuntimeJournal
 from runtime_bridge.zmq.broker import Broker, BrokerConfig
 from runtime_bridge.zmq.observations import observation_to_telemetry
 from runtime_bridge.zmq.service import RuntimeService

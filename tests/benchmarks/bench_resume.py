@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TASK = str(ROOT / "trees" / "pick_cube.yaml")
 sys.path.insert(0, str(ROOT))
 
-from runtime_bridge.host.journal_log import read_rows  # noqa: E402
+from runtime_bridge.host.record_log import read_rows  # noqa: E402
 
 
 def harness(*args: str) -> list[str]:

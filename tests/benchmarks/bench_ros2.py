@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from runtime_bridge.host.journal_log import read_rows  # noqa: E402
+from runtime_bridge.host.record_log import read_rows  # noqa: E402
 from runtime_bridge.ros2.dds import LOOPBACK_CONFIG, Participant  # noqa: E402
 from runtime_bridge.ros2.types import RosTypes  # noqa: E402
 from runtime_bridge.ros2.zenoh_transport import ZenohEndpoints, ZenohSession  # noqa: E402

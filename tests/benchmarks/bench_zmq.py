@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 import zmq  # noqa: E402
 
 from harness_bt.runtime.bridge import RuntimeState  # noqa: E402
-from runtime_bridge.host.journal_log import read_rows  # noqa: E402
+from runtime_bridge.host.record_log import read_rows  # noqa: E402
 from runtime_bridge.zmq import (  # noqa: E402
     LazyPirateClient,
     Message,
@@ -91,6 +91,61 @@ w = ServiceWorker(FunctionService("echo", lambda req: dict(req.body)),
 w.start(); print(json.dumps({"ready": True}), flush=True)
 sys.stdin.read(); w.stop()
 """
+
+
+BARE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from runtime_bridge.zmq import Broker, BrokerConfig
+
+class Ack:  # answers a DISPATCH with a fixed ack: no command decoded, no host, no journal
+    name = "manip"
+
+    def handle(self, request):
+        return request.reply({"command_id": request.command_id, "accepted": True,
+                              "state": "PENDING", "reason": "ACCEPTED", "duplicate": False})
+
+b = Broker(BrokerConfig(bind="tcp://127.0.0.1:*"), services=[Ack()])
+print(json.dumps({"bind": b.start()}), flush=True)
+import time
+while True:  # until terminated
+    time.sleep(3600)
+"""
+
+
+def server_python(n: int = 2000) -> tuple[float, float]:
+    """The runtime's own Python per DISPATCH, in this process, no sockets: decode the request
+    frames, the service (command validated, host submit, record journaled to a log file),
+    encode the ack; and the client's encode of the request plus decode of the ack. Medians, us."""
+    from harness_bt.clock import SystemClock
+    from runtime_bridge.backends.kinematic import KinematicBackend
+    from runtime_bridge.host import ExecutorHost, HostConfig
+    from runtime_bridge.host.record_log import LoggedRuntimeJournal
+    from runtime_bridge.zmq import RuntimeService, decode
+    from runtime_bridge.zmq.service import serve_one
+    from tests.runtime_bridge import executors
+    with tempfile.TemporaryDirectory() as tmp:
+        host = ExecutorHost(KinematicBackend(dt=1 / 30), executors.factory,
+                            journal=LoggedRuntimeJournal(os.path.join(tmp, "rt.db")),
+                            clock=SystemClock(), config=HostConfig(lease_s=None))
+        service = RuntimeService(host)
+        cmds = [command(f"s-{i}", "wait", steps=0) for i in range(n)]
+        server, client = [], []
+        try:
+            for i, cmd in enumerate(cmds, start=1):
+                t0 = time.perf_counter_ns()
+                frames = encode(Message(MessageType.DISPATCH, i, "manip", cmd.command_id,
+                                        {"command": cmd.wire, "start_budget_ms": 5000.0}))
+                t1 = time.perf_counter_ns()
+                reply = encode(serve_one(service, decode([bytes(f) for f in frames])))
+                t2 = time.perf_counter_ns()
+                decode([bytes(f) for f in reply])
+                t3 = time.perf_counter_ns()
+                server.append((t2 - t1) / 1e3)
+                client.append((t1 - t0 + t3 - t2) / 1e3)
+        finally:
+            host.close()
+    return statistics.median(server), statistics.median(client)
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -160,8 +215,14 @@ def round_trips(n: int, rounds: int, warmup: int = 200, pace_hz: float | None = 
             bridge.close()
             proc.terminate()
             proc.wait(10)
-            t_raw_mem, t_mem = ([], []) if pace_hz is not None else in_memory_round_trips(
-                tmp, ctx, raw, payload, cmds[:n + warmup], warmup)
+            refs: dict[str, tuple[list[float], list[float]]] = {}
+            if pace_hz is None:  # references: the same DISPATCH to less than the runtime
+                mem, minfo = serve(tmp, "--control-hz", "30", journal=False)
+                refs["runtime DISPATCH, in-memory journal"] = side_round_trips(
+                    mem, minfo, ctx, raw, payload, cmds[:n + warmup], warmup)
+                bare, binfo = spawn(["-c", BARE, str(ROOT)])
+                refs["broker + wire, fixed ack (no host)"] = side_round_trips(
+                    bare, binfo, ctx, raw, payload, cmds[:n + warmup], warmup)
             raw.send(b"stop")
             raw.recv()
             raw.close(0)
@@ -193,22 +254,27 @@ def round_trips(n: int, rounds: int, warmup: int = 200, pace_hz: float | None = 
                        statistics.median(b for _, b in per))
     print(f"   runtime DISPATCH, median of the rounds: {verdict[0]:.2f}x at p50 "
           f"(target <= 1.50), {verdict[1]:.2f}x at p99 (target <= 2.00)")
-    if not t_mem:
+    if not refs:
         return
-    b50, b99 = pct(t_raw_mem, 0.5), pct(t_raw_mem, 0.99)
-    p50, p99 = pct(t_mem, 0.5), pct(t_mem, 0.99)
-    print("   reference only (no durability; one round after, against the echo again):")
-    print(f"   {'raw pyzmq REQ/REP echo (baseline)':40s} {b50:8.1f} {b99:8.1f} {1:6.2f} {1:6.2f}")
-    print(f"   {'runtime DISPATCH, in-memory journal':40s} {p50:8.1f} {p99:8.1f} "
-          f"{p50 / b50:6.2f} {p99 / b99:6.2f}")
+    print("   reference only (one round each after, against the echo again):")
+    for name, (t_raw_ref, t_ref) in refs.items():
+        b50, b99 = pct(t_raw_ref, 0.5), pct(t_raw_ref, 0.99)
+        p50, p99 = pct(t_ref, 0.5), pct(t_ref, 0.99)
+        print(f"   {'raw pyzmq REQ/REP echo (baseline)':40s} {b50:8.1f} {b99:8.1f} {1:6.2f} "
+              f"{1:6.2f}")
+        print(f"   {name:40s} {p50:8.1f} {p99:8.1f} {p50 / b50:6.2f} {p99 / b99:6.2f}")
+    server, client = server_python()
+    print(f"   the runtime's Python per DISPATCH in one process, no sockets (median): "
+          f"{server:.1f} us (decode, validate, submit, journal, encode the ack); the client's "
+          f"encode + decode {client:.1f} us")
 
 
-def in_memory_round_trips(tmp: str, ctx: zmq.Context, raw: zmq.Socket, payload: list[bytes],
-                          cmds: list, warmup: int) -> tuple[list[float], list[float]]:
-    """Echo and DISPATCH to a runtime without a journal file, interleaved as above."""
-    proc, info = serve(tmp, "--control-hz", "30", journal=False)
+def side_round_trips(proc: subprocess.Popen, info: dict, ctx: zmq.Context, raw: zmq.Socket,
+                     payload: list[bytes], cmds: list, warmup: int
+                     ) -> tuple[list[float], list[float]]:
+    """Echo and DISPATCH to ``proc`` (a reference server), interleaved as above; stops it."""
     client = LazyPirateClient(info["bind"], context=ctx, timeout_s=2.0)
-    t_raw, t_mem = [], []
+    t_raw, t_ref = [], []
     try:
         for i in range(1, len(cmds)):
             pre = Message(MessageType.DISPATCH, 0, "manip", f"m-{i}", {
@@ -222,12 +288,14 @@ def in_memory_round_trips(tmp: str, ctx: zmq.Context, raw: zmq.Socket, payload: 
             t2 = time.perf_counter_ns()
             if i >= warmup:
                 t_raw.append((t1 - t0) / 1e3)
-                t_mem.append((t2 - t1) / 1e3)
+                t_ref.append((t2 - t1) / 1e3)
     finally:
         client.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
         proc.terminate()
         proc.wait(10)
-    return t_raw, t_mem
+    return t_raw, t_ref
 
 
 def _throughput_client(endpoint: str, service: str, mtype: int, count: int,

@@ -11,7 +11,7 @@ import pytest
 from harness_bt.clock import FakeClock
 from runtime_bridge.backends.kinematic import KinematicBackend
 from runtime_bridge.host import ExecutorHost, HostConfig
-from runtime_bridge.host.journal_log import LoggedRuntimeJournal
+from runtime_bridge.host.record_log import LoggedRuntimeJournal
 from tests.runtime_bridge import executors
 
 DT = 1.0 / 30.0

@@ -29,8 +29,8 @@ from typing import Any
 from harness_bt.errors import HarnessError, reason_code
 from harness_bt.ledger import CommandRecord, CommandState, EventKind, HistoryEntry, Ledger
 from harness_bt.ledger.states import TERMINAL
-from runtime_bridge.host.journal_log import read_rows
 from runtime_bridge.host.record import RuntimeReason, RuntimeRecord
+from runtime_bridge.host.record_log import read_rows
 
 __all__ = ["RunTruth", "audit", "read_exec_log", "read_ledger", "read_runtime_journal"]
 

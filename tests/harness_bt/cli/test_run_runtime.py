@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from harness_bt.cli import main
-from runtime_bridge.host.journal_log import read_rows
+from runtime_bridge.host.record_log import read_rows
 from tests.conftest import ENV, ROOT, Processes
 
 pytestmark = pytest.mark.slow

@@ -318,7 +318,7 @@ def _recording_host(backend, clock, tmp_path, on_first):  # type: ignore[no-unty
     """A host whose ``record`` executors log their steps and call ``on_first(host)`` while
     the step runs the command named ``first``."""
     from harness_bt.runtime.executor import ExecutorStatus, ExecutorStep
-    from runtime_bridge.host.journal_log import LoggedRuntimeJournal
+    from runtime_bridge.host.record_log import LoggedRuntimeJournal
     from tests.runtime_bridge.executors import factory
 
     order: list[str] = []

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harness_bt.cli import main
-from runtime_bridge.host.journal_log import read_rows
+from runtime_bridge.host.record_log import read_rows
 from runtime_bridge.ros2.dds import Participant
 from runtime_bridge.ros2.transport import Transport
 from runtime_bridge.ros2.types import RosTypes

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from harness_bt.ledger import Command, CommandEvent, EventKind, Ledger
 from harness_bt.runtime.bridge import RuntimeState
-from runtime_bridge.host.journal import SqliteRuntimeJournal
 from runtime_bridge.host.record import RuntimeRecord
+from runtime_bridge.host.record_store import SqliteRuntimeJournal
 from runtime_bridge.testing.chaos import audit, read_exec_log
 
 

@@ -68,3 +68,16 @@ def test_event_rows_keep_a_nan_in_data_as_json_does():
             json.loads(json.dumps([e.to_wire() for e in events])))
     assert "NaN" in _events_text([odd])
     assert _events_text([]) == "[]"
+
+
+@given(JSONISH, JSONISH)
+def test_raw_json_text_is_written_as_the_value_it_holds(inner, outer):
+    try:
+        text = json.dumps(inner, allow_nan=False, separators=(",", ":"))
+    except ValueError:  # NaN / infinity: not JSON text that could be embedded
+        return
+    raw = {"command": jsontext.RawJSON(text), "other": outer}
+    plain = {"command": inner, "other": outer}
+    assert _outcome(jsontext.dumps, raw)[0] == _outcome(jsontext.dumps, plain)[0]
+    if _outcome(jsontext.dumps, plain)[0] == "ok":
+        assert json.loads(jsontext.dumps(raw)) == json.loads(jsontext.dumps(plain))

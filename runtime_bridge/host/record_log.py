@@ -40,8 +40,8 @@ from typing import Any, TypeVar
 import orjson
 
 from harness_bt.errors import BridgeError
-from runtime_bridge.host.journal import _COLUMNS, SqliteRuntimeJournal
 from runtime_bridge.host.record import RuntimeRecord
+from runtime_bridge.host.record_store import _COLUMNS, SqliteRuntimeJournal
 
 __all__ = ["LoggedRuntimeJournal", "read_rows", "segments"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 
 from harness_bt.runtime.bridge import RuntimeState
-from runtime_bridge.host.journal import SqliteRuntimeJournal
 from runtime_bridge.host.record import RuntimeRecord
+from runtime_bridge.host.record_store import SqliteRuntimeJournal
 from tests.runtime_bridge.executors import command
 
 

@@ -16,9 +16,9 @@ import pytest
 
 from harness_bt.errors import BridgeError
 from harness_bt.runtime.bridge import RuntimeState
-from runtime_bridge.host.journal import SqliteRuntimeJournal
-from runtime_bridge.host.journal_log import SEGMENT_MAGIC, LoggedRuntimeJournal, read_rows, segments
 from runtime_bridge.host.record import RuntimeRecord
+from runtime_bridge.host.record_log import SEGMENT_MAGIC, LoggedRuntimeJournal, read_rows, segments
+from runtime_bridge.host.record_store import SqliteRuntimeJournal
 from tests.runtime_bridge.executors import command
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -69,14 +69,14 @@ def test_a_reader_never_misses_a_row_folded_while_it_reads(tmp_path, monkeypatch
     """The writer folds between the reader's SQLite read and its segment reads (the segment
     it would have read is gone, or a new one started): the reader reads again rather than
     return the state from before the fold."""
-    import runtime_bridge.host.journal_log as journal_log
+    import runtime_bridge.host.record_log as record_log
 
     path = tmp_path / "runtime.db"
     journal = LoggedRuntimeJournal(path)
     journal.write([record("c")])
     journal.fold()
     journal.write([record("c", RuntimeState.CONTROL_DONE, finished=2.0), record("d")])
-    read = journal_log._sqlite_rows
+    read = record_log._sqlite_rows
     calls = []
 
     def fold_after_reading(p):
@@ -87,7 +87,7 @@ def test_a_reader_never_misses_a_row_folded_while_it_reads(tmp_path, monkeypatch
             journal.write([record(f"e{len(calls)}")])
         return rows
 
-    monkeypatch.setattr(journal_log, "_sqlite_rows", fold_after_reading)
+    monkeypatch.setattr(record_log, "_sqlite_rows", fold_after_reading)
     rows = read_rows(path)
     assert rows["c"][3] == "CONTROL_DONE" and "d" in rows
     assert {f"e{i}" for i in range(1, folds + 1)} <= set(rows)
@@ -97,11 +97,11 @@ def test_a_reader_never_misses_a_row_folded_while_it_reads(tmp_path, monkeypatch
 
 def test_a_reader_gives_up_with_a_clear_error_on_a_journal_that_never_holds_still(
         tmp_path, monkeypatch):
-    import runtime_bridge.host.journal_log as journal_log
+    import runtime_bridge.host.record_log as record_log
 
     path = tmp_path / "runtime.db"
     journal = LoggedRuntimeJournal(path)
-    read = journal_log._sqlite_rows
+    read = record_log._sqlite_rows
 
     def fold_every_time(p):
         rows = read(p)
@@ -109,8 +109,8 @@ def test_a_reader_gives_up_with_a_clear_error_on_a_journal_that_never_holds_stil
         journal.fold()
         return rows
 
-    monkeypatch.setattr(journal_log, "_sqlite_rows", fold_every_time)
-    monkeypatch.setattr(journal_log, "_READ_ATTEMPTS", 5)
+    monkeypatch.setattr(record_log, "_sqlite_rows", fold_every_time)
+    monkeypatch.setattr(record_log, "_READ_ATTEMPTS", 5)
     with pytest.raises(BridgeError, match="changed under every one of 5 reads"):
         read_rows(path)
     journal.close()
@@ -147,7 +147,7 @@ def test_a_purged_record_does_not_come_back_from_a_segment(tmp_path):
 WRITER = """
 import os, sys, time
 sys.path.insert(0, sys.argv[2])
-from runtime_bridge.host.journal_log import LoggedRuntimeJournal
+from runtime_bridge.host.record_log import LoggedRuntimeJournal
 from runtime_bridge.host.record import RuntimeRecord
 from harness_bt.runtime.bridge import RuntimeState
 from tests.runtime_bridge.executors import command

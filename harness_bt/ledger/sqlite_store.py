@@ -19,7 +19,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -33,6 +33,8 @@ _INSERT = "INSERT INTO ledger_journal(seq, body) VALUES (?, ?)"
 _ONE_STATEMENT = 16  # up to this many rows are written by one multi-row INSERT
 _INSERTS = {n: "INSERT INTO ledger_journal(seq, body) VALUES " + ",".join(["(?, ?)"] * n)
             for n in range(1, _ONE_STATEMENT + 1)}
+_WRITE_FIX = ("the call did not take effect: free disk space or fix permissions, then retry "
+              "the call")
 _DUMPS = json.JSONEncoder(separators=(",", ":")).encode
 _ORJSON = orjson.dumps
 
@@ -63,6 +65,44 @@ def decode_json(text: str) -> Any:
 
 _DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))  # digits -> "0", else " "
 _LONG_RUN = b"0" * 19
+
+
+class _Transaction:
+    """:meth:`LedgerJournal._transaction` (a plain class: a generator-based context manager
+    costs several times as much, and a journal write is on every ledger call's path)."""
+
+    __slots__ = ("begin", "fix", "journal", "what")
+
+    def __init__(self, journal: LedgerJournal, what: str, fix: str, begin: bool) -> None:
+        self.journal, self.what, self.fix, self.begin = journal, what, fix, begin
+
+    def __enter__(self) -> sqlite3.Connection:
+        db = self.journal._db
+        if self.begin:
+            self._run(db, "BEGIN")
+        return db
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> None:
+        db = self.journal._db
+        if kind is None:
+            if self.begin:
+                self._run(db, "COMMIT")
+        elif isinstance(exc, sqlite3.DatabaseError):
+            self._fail(db, exc)
+
+    def _run(self, db: sqlite3.Connection, sql: str) -> None:
+        try:
+            db.execute(sql)
+        except sqlite3.DatabaseError as exc:
+            self._fail(db, exc)
+
+    def _fail(self, db: sqlite3.Connection, exc: sqlite3.DatabaseError) -> None:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise LedgerError(LedgerCode.JOURNAL_FAILED,
+                          f"cannot {self.what} the journal {self.journal.path}: {exc}",
+                          fix=self.fix) from exc
 
 
 class LedgerJournal:
@@ -141,10 +181,9 @@ class LedgerJournal:
                 LedgerCode.JOURNAL_FAILED, f"cannot read the journal {self.path}: {exc}"
             ) from exc
 
-    def append(self, entries: Sequence[dict[str, Any]]) -> None:
-        """Journal the entries (they already carry their ``seq``): committed now, or held until
-        :meth:`flush` / the end of the group when one is open."""
-        rows = [(e["seq"], encode_entry(e)) for e in entries]
+    def append(self, rows: list[tuple[int, str]]) -> None:
+        """Journal entries as ``(seq, JSON text)`` (:func:`encode_entry`): committed now, or
+        held until :meth:`flush` / the end of the group when one is open."""
         if self._held:
             self._pending.extend(rows)
             if threading.get_ident() != self._owner:
@@ -198,23 +237,20 @@ class LedgerJournal:
                 raise self.failed from exc
         return self.last_seq
 
+    def _transaction(self, what: str, fix: str, *, begin: bool = True) -> _Transaction:
+        """``with self._transaction(what, fix) as db:`` runs the block in ``BEGIN`` ... ``COMMIT``
+        (``begin=False``: the block is one statement, its own implicit transaction); on a SQLite
+        error, ``ROLLBACK`` and ``JOURNAL_FAILED``: ``cannot {what} the journal <path>: <error>``
+        with ``fix``."""
+        return _Transaction(self, what, fix, begin)
+
     def _write(self, rows: list[tuple[int, str]]) -> None:
-        db = self._db
-        try:
-            if len(rows) <= _ONE_STATEMENT:  # one prepared statement, one implicit transaction
+        one = len(rows) <= _ONE_STATEMENT  # one prepared statement, one implicit transaction
+        with self._transaction("write to", _WRITE_FIX, begin=not one) as db:
+            if one:
                 db.execute(_INSERTS[len(rows)], [v for row in rows for v in row])
             else:
-                db.execute("BEGIN")
                 db.executemany(_INSERT, rows)
-                db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise LedgerError(
-                LedgerCode.JOURNAL_FAILED,
-                f"cannot write to the journal {self.path}: {exc}; the call did not take effect",
-                fix="free disk space or fix permissions, then retry the call",
-            ) from exc
         self.last_seq = rows[-1][0]
 
     def newest_snapshot(self) -> tuple[str, str] | None:
@@ -234,21 +270,11 @@ class LedgerJournal:
             raise LedgerError(LedgerCode.JOURNAL_FAILED,
                               f"internal: snapshot at seq {seq} is past the journal's end "
                               f"{self.last_seq}", fix="flush before writing a snapshot")
-        db = self._db
-        try:
-            db.execute("BEGIN")
+        with self._transaction("write a snapshot to", "free disk space or fix permissions; "
+                               "the journal itself is intact") as db:
             db.execute("INSERT OR REPLACE INTO ledger_snapshots(seq, sha256, body) "
                        "VALUES (?, ?, ?)", (seq, sha256, body))
             db.execute("DELETE FROM ledger_snapshots WHERE seq < ?", (seq,))
-            db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise LedgerError(
-                LedgerCode.JOURNAL_FAILED,
-                f"cannot write a snapshot to the journal {self.path}: {exc}",
-                fix="free disk space or fix permissions; the journal itself is intact",
-            ) from exc
         self.snapshot_seq = seq
 
     def close(self) -> None:
