@@ -89,6 +89,7 @@ class Cluster:
     reason: str | None = None  # finals
     state: str = ""  # with a run: active | visited | idle
     exits: list[Exit] = field(default_factory=list)
+    initial: str = ""  # compound phases: the child phase entered first
 
     @property
     def anchor(self) -> str:
@@ -271,7 +272,7 @@ def drawing(structure: Mapping[str, Any], frame: Frame | None = None, *,
 
     def cluster(spec: Mapping[str, Any]) -> Cluster:
         c = Cluster(spec["id"], spec["kind"], _label(spec), spec.get("description", ""),
-                    reason=spec.get("reason"))
+                    reason=spec.get("reason"), initial=str(spec.get("initial") or ""))
         if frame is not None:
             c.state = "active" if c.id in config else "visited" if c.id in visited else "idle"
         for t in spec.get("transitions", ()):
