@@ -56,7 +56,7 @@ def _node(n: DrawNode) -> str:
     rows = [f"<b>{_text(n.title)}</b>", f'<font point-size="8">{_text(n.detail)}</font>']
     rows += [f'<font point-size="8" color="{ink}">{_text(note)}</font>' for note in n.notes]
     if n.status is not None:
-        rows.append(f'<font point-size="7" color="{ink}">{n.status.lower()}</font>')
+        rows.append(f'<font point-size="8" color="{ink}">{n.status.lower()}</font>')
     style = "filled,rounded" if n.kind == "action" else "filled"
     if n.kind == "composite":
         style += ",bold"
@@ -194,7 +194,7 @@ def _cluster(c: Cluster, d: Drawing, out: list[str], indent: str) -> None:
         if a in mine:
             attrs = "arrowsize=0.5"
             if (a, b) in d.recovery_edges:
-                attrs += ', style=dashed, color="#ef6c00", label=<<font point-size="7" ' \
+                attrs += ', style=dashed, color="#ef6c00", label=<<font point-size="8" ' \
                          'color="#bf360c">on failure</font>>'
             out.append(f"{inner}{a} -> {b} [{attrs}];")
             kids.setdefault(a, []).append(b)
