@@ -250,7 +250,7 @@ def to_dot(d: Drawing) -> str:
         colour = EVENT_COLOURS.get(t.event, "#546e7a")
         forward = place.get(tgt.id, 0) > place.get(src.id, 0) and \
             not _inside(src, tgt.id)
-        attrs = [f'id="t_{t.source}_{t.target}"', f'label="{_text(t.label)}"',
+        attrs = [f'id="{t.id}"', f'label="{_text(t.label)}"',
                  f'color="{colour}"', f'fontcolor="{colour}"', f"class=\"{_kind(forward)}\""]
         if not forward:
             attrs.append("constraint=false")

@@ -17,6 +17,7 @@ import pytest
 from harness_bt.authoring import load_task
 from harness_bt.testing.example import example_skills
 from harness_bt.viz import drawing, render
+from harness_bt.viz.frames import Frame
 from harness_bt.viz.graph import Cluster
 from harness_bt.viz.layout import flow_order
 from tests.harness_bt.helpers import chromium
@@ -88,7 +89,7 @@ def test_each_transition_between_phases_is_its_own_edge_with_its_event() -> None
     svg = str(render(task))
     drawn = edge_labels(svg)
     assert sorted(drawn) == sorted((f"t_{t.source}_{t.target}", t.label)
-                                   for t in d.transitions)
+                                   for t in d.transitions)  # one between each two phases
     assert len(drawn) == 12  # 10 forward steps and the 2 loops back after a slip
     box = boxes(svg)
     # the loops go back up: their target phase is above their source phase
@@ -175,3 +176,24 @@ def test_a_picture_of_the_eleven_phase_graph_is_taken_in_chromium_and_kept(
         colours = im.convert("RGB").getcolors(1_000_000) or []
         assert len(colours) > 50  # drawn, not blank
     assert shutil.which("dot") is not None
+
+
+def test_mermaid_writes_the_phases_in_flow_order_too() -> None:
+    mmd = str(render(load_task(RELAY), fmt="mmd"))
+    written = re.findall(r"^  subgraph a_(\w+)", mmd, flags=re.MULTILINE)
+    assert written == RELAY_FLOW
+
+
+def test_transitions_between_the_same_two_phases_are_told_apart_and_taken_by_their_event(
+        ) -> None:
+    task = load_task(ROOT / "trees" / "sort.yaml")
+    run = Frame(configuration=["survey"], transitions=[("failed", "let_go_1", "survey")])
+    d = drawing(task.structure(), run)
+    back = [t for t in d.transitions if (t.source, t.target) == ("let_go_1", "survey")]
+    assert [(t.id, t.taken) for t in back] == [
+        ("t_let_go_1_survey_succeeded", False), ("t_let_go_1_survey_failed", True),
+        ("t_let_go_1_survey_unknown", False)]
+    ids = [t.id for t in d.transitions]
+    assert len(ids) == len(set(ids))
+    svg = str(render(task))
+    assert all(svg.count(f'id="{i}"') == 1 for i in ids)  # one SVG element each
