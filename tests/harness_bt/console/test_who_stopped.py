@@ -53,11 +53,14 @@ def test_the_runners_own_stop_has_no_asker_and_is_summarised_as_before() -> None
     runner = TaskRunner(example.fetch_cup_task(), bridge=runtime, clock=clock,
                         skills=example.example_skills(), run_id="own")
     try:
-        tick_until_finished(runner, sleep=lambda: clock.advance(runner.tick_period_s),
-                            stops=(max_ticks(5),))
+        def sleep() -> None:
+            clock.advance(runner.tick_period_s)
+
+        tick_until_finished(runner, sleep=sleep, stops=(max_ticks(5),))
+        assert runner.result is not None and runner.result.reason == "max_ticks"
         (stop,) = stops(runner)
-        assert stop.by == {} and stop.reason == runner.result.reason
-        why = why_not_done(runner.trace.events, runner.result.reason)
+        assert stop.by == {} and stop.reason == "max_ticks"
+        why = why_not_done(runner.trace.events, "max_ticks")
         assert why is not None and "by" not in why
         assert why_text(why) == ": the run's tick limit"
     finally:
