@@ -122,7 +122,12 @@ def why_text(why: Mapping[str, Any] | None) -> str:
     the reason, and the evidence as JSON (a traceback is left to the trace)."""
     if not why:
         return ""
-    if "stopped" in why:
+    by = why.get("by")
+    if "stopped" in why and isinstance(by, Mapping) and by.get("source") == "console":
+        asker = ", ".join(f"{k} {by[k]}" for k in ("client", "peer") if by.get(k))
+        head = f"stopped from the console ({by.get('control') or 'stop'}" + (
+            f" by {asker})" if asker else ")")
+    elif "stopped" in why:
         head = _STOPPED.get(str(why["stopped"]), "stopped by the runner")
     else:
         head = " ".join(str(p) for p in (

@@ -62,7 +62,8 @@
     el('c_budget').textContent = parts.join(', ') || 'unlimited';
     const l = s.latency || {};
     el('c_latency').textContent = l.n ? 'last ' + l.last_ms + ' ms, p50 ' + l.p50_ms + ' ms, p99 ' +
-      l.p99_ms + ' ms (' + l.n + ' decisions)' : '-';
+      l.p99_ms + ' ms (' + l.n + ' decisions, ' + (l.clock === 'wall' ? 'wall time' : "the run's clock") + ')' : '-';
+    body.latency = l.n ? l.clock + ' ' + l.p50_ms : '';
     const v = el('verdicts'); v.replaceChildren();
     Object.entries(s.verdicts || {}).slice(-8).forEach(([cid, rows]) => rows.forEach(r => {
       const div = doc.createElement('div'); div.className = r[0];
@@ -143,6 +144,8 @@
     } else if (m.type === 'alert') {
       if (m.kind === 'control') log(m.op + (m.node ? ' ' + m.node + (m.when ? ' (' + m.when + ')' : '') : '') +
         ' by ' + ((m.who || {}).client || '?') + ' at tick ' + m.tick);
+      else if (m.kind === 'stop') log(m.by && m.by.source === 'console' ? 'stopped from the console (' +
+        (m.by.control || 'stop') + ' by ' + (m.by.client || '?') + ')' : 'stopped by the runner (' + m.reason + ')');
       else if (m.kind === 'run_end') log('the run ended ' + m.outcome + ' (' + m.reason + ')');
       else if (m.kind === 'episode') log('episode ' + (m.episode + 1) + ' (' + m.run_id + ')');
     }

@@ -236,7 +236,10 @@ class RunControl:
         """The harness stops ticking: every active phase halted, open commands cancelled."""
         self._paused = self._stepping = False
         self.held_at = None
-        runner.stop(*STOPPED)
+        asked = self._stop
+        runner.stop(*STOPPED, by={"source": "console",
+                                  "control": asked.op if asked is not None else "stop",
+                                  **(dict(asked.who) if asked is not None else {})})
         self._trace(runner, "stopped", self._stop, stage="halted",
                     open=runner.open_commands())
 

@@ -186,7 +186,9 @@ class Feed:
         self._budget: dict[str, Any] = {}
         self._max_time_s: float | None = None
         self._started = 0.0
-        self._latency: list[float] = []
+        #: decision latencies by clock (``run``, ``wall``): the wall ones, when the run
+        #: measures them, are what its summary reports, so they are the ones shown
+        self._latency: dict[str, list[float]] = {"run": [], "wall": []}
         self.control: dict[str, Any] = {}
         self._images = 0
 
@@ -259,11 +261,14 @@ class Feed:
                     if value is not None:
                         self._budget[key] = value
             case LatencyEvent(which="decision", seconds=float(seconds)):
-                self._latency.append(seconds)
+                self._latency.setdefault(e.clock, []).append(seconds)
             case ControlEvent(op=op) if op in _ALERTED:
                 alerts.append({"type": "alert", "kind": "control", "op": op, "node": e.node,
                                "when": e.when, "who": e.who or None, "tick": e.tick,
                                "status": e.status})
+            case StopEvent():  # who stopped it: the console (by) or the runner itself
+                alerts.append({"type": "alert", "kind": "stop", "reason": e.reason,
+                               "by": dict(e.by) or None})
             case RunEndEvent():
                 alerts.append({"type": "alert", "kind": "run_end", "outcome": e.outcome,
                                "reason": e.reason})
@@ -277,7 +282,9 @@ class Feed:
         frame.events = []
         view.pop("images", None)
         view.pop("commands", None)
-        lat = sorted(self._latency)
+        clock = "wall" if self._latency.get("wall") else "run"
+        shown = self._latency.get(clock, [])
+        lat = sorted(shown)
         budget = dict(self._budget)
         if self._max_time_s is not None:
             budget["time_left_s"] = round(max(0.0, self._max_time_s - (
@@ -286,7 +293,7 @@ class Feed:
             episode=self.episode, ledger={k: list(v) for k, v in self._ledger.items()},
             verdicts={k: [list(r) for r in v] for k, v in self._verdicts.items()},
             budget=budget, control=dict(self.control),
-            latency={"n": len(lat), "last_ms": _ms(self._latency[-1] if lat else None),
+            latency={"n": len(lat), "last_ms": _ms(shown[-1] if lat else None), "clock": clock,
                      "p50_ms": _ms(percentile(lat, 50)), "p99_ms": _ms(percentile(lat, 99))},
             stop=[list(s) for s in self.stop.stages])
         self.state = view

@@ -324,11 +324,15 @@ class ReconcileEvent(Event):
 
 @_record
 class LatencyEvent(Event):
-    """``latency``: ``which`` is decision or protection; ``seconds`` None when unmeasured."""
+    """``latency``: ``which`` is decision or protection; ``seconds`` None when unmeasured.
+    ``clock``: ``run`` (the run's clock: a simulator's steps, which do not advance while the
+    harness decides) or ``wall`` (the decision latency ``harness run`` reports: wall time
+    from the observation handed over to the command dispatched)."""
 
     which: str = field_of(text)
     seconds: float | None = field_of(_num)
     confirmed: bool | None = field_of(optional(flag), default=None)
+    clock: str = field_of(text, default="run")
 
 
 @_record
@@ -353,9 +357,15 @@ class ErrorEvent(Event):
 
 @_record
 class StopEvent(Event):
+    """``stop``: the run stopped from outside its chart. ``by`` says who asked: empty for the
+    runner's own stops (a limit, the budget, the simulator's end of the episode); for a stop
+    asked for from the console, ``{"source": "console", "control": "stop", "client": ...,
+    "peer": ..., "agent": ...}``."""
+
     outcome: str = field_of(text)
     reason: str = field_of(text)
     configuration: tuple[str, ...] = field_of(texts, default=())
+    by: dict[str, Any] = field_of(mapping, default={})
 
 
 @_record

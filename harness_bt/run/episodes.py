@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from harness_bt.errors import DefinitionError
 from harness_bt.evaluation import EvaluatorRegistry
+from harness_bt.events import TraceKind
 from harness_bt.ledger import Command
 from harness_bt.plugins import Registry
 from harness_bt.run.faults import fault_counts, fault_outcomes, faults_note, late_faults
@@ -228,17 +229,27 @@ class RunReport:
 
 
 class _TimedBridge:
-    """Passes every call through to the runtime and times observation -> dispatch (wall)."""
+    """Passes every call through to the runtime and times observation -> dispatch (wall).
+    Each measure goes into the report and, once a runner is attached, into its trace (a
+    ``latency`` event, ``clock`` wall), where the console reads the same figures."""
 
     def __init__(self, inner: RuntimeBridge) -> None:
         self.inner = inner
         self.latencies: list[float] = []
         self._observed_at: float | None = None
+        self._runner: TaskRunner | None = None
+
+    def attach(self, runner: TaskRunner) -> None:
+        self._runner = runner
 
     def dispatch(self, command: Command, *, start_budget_ms: float | None = None) -> Ack:
         ack = self.inner.dispatch(command, start_budget_ms=start_budget_ms)
         if self._observed_at is not None and ack.accepted and not ack.duplicate:
-            self.latencies.append(time.perf_counter() - self._observed_at)
+            seconds = time.perf_counter() - self._observed_at
+            self.latencies.append(seconds)
+            if self._runner is not None:
+                self._runner.note(TraceKind.LATENCY, which="decision", seconds=seconds,
+                                  clock="wall", command_id=command.command_id)
         return ack
 
     def cancel(self, command_id: str) -> Ack:
@@ -402,6 +413,7 @@ def run_episodes(
                                ledger=None if durable is None else durable.ledger,
                                journal=None if durable is None else durable.journal,
                                resume=None if durable is None else durable.checkpoint))
+            timed.attach(runner)
             epoch = getattr(runtime, "epoch", None)  # a runtime that took a control epoch
             if isinstance(epoch, int) and not isinstance(epoch, bool) \
                     and epoch > runner.ledger.epoch:

@@ -87,7 +87,8 @@ def result_of(run: Finished, now: float, outcome: str, reason: str,
         unknown_verdicts=ctx.counters.get("unknown_verdicts", 0),
         durations={"total": now - run.progress.started_at, **run.progress.durations},
         ticks=run.ticks,
-        decision_latency_s=tuple(d["seconds"] for d in latencies if d["which"] == "decision"),
+        decision_latency_s=tuple(d["seconds"] for d in latencies if d["which"] == "decision"
+                                 and d.get("clock", "run") == "run"),
         protection_latency_s=tuple(d["seconds"] for d in latencies
                                    if d["which"] == "protection"),
         trace_path=None if run.trace.path is None else str(run.trace.path),

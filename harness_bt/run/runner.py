@@ -20,6 +20,7 @@ import copy
 import dataclasses
 import os
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import py_trees
@@ -229,13 +230,15 @@ class TaskRunner:
                                                   or now >= self._drain_deadline):
             self._finish(now)  # after the tick's commit: the result rests on what is on disk
 
-    def stop(self, outcome: str = "aborted", reason: str = "aborted_stopped") -> None:
+    def stop(self, outcome: str = "aborted", reason: str = "aborted_stopped", *,
+             by: Mapping[str, Any] | None = None) -> None:
         """Stop a running run from outside: halt every active phase, cancel open commands,
-        drain. The result's outcome / reason are the ones given."""
+        drain. The result's outcome / reason are the ones given; ``by``: who asked, traced
+        on the ``stop`` event (none: the runner itself)."""
         if self.phase is not RunPhase.RUNNING:
             return
         self.context.emit(TraceKind.STOP, outcome=outcome, reason=reason,
-                          configuration=list(self.configuration))
+                          configuration=list(self.configuration), by=dict(by or {}))
         for pid in reversed(self.active_phases()):
             self._exit(pid)
         self._close(outcome, reason)

@@ -6,7 +6,8 @@ reason, so that the evidence (``{"blue_cube": "never seen"}``) is not only in th
   evidence, e.g. the objects an observation missed, or the verdict's evidence).
 - A run the runner stopped (the simulator ended the episode, the budget ran out, the chart
   stalled, a time or tick limit): the stop, with what made it (the ``episode_ended`` notice,
-  the ``budget`` or ``stalled`` event).
+  the ``budget`` or ``stalled`` event); a stop asked for from the console: the stop and who
+  asked (``by``: source, control, client, peer).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def why_not_done(events: Iterable[Event | Mapping[str, Any]], reason: str,
                 last[type(e)] = e
     if stop is not None and stop.reason == reason:
         out: dict[str, Any] = {"stopped": reason}
+        if stop.by:  # asked for from outside the runner (the console): who and how
+            out["by"] = dict(stop.by)
         kind = _STOP_EVIDENCE.get(reason)
         evidence = last.get(kind) if kind is not None else None
         if evidence is not None:

@@ -1,19 +1,25 @@
 """Graphviz: the drawing as DOT text, and SVG / PNG through the ``dot`` program.
 
-Phases are clusters (compound phases hold their phases, parallel ones their regions, dashed,
-stacked top to bottom), atomic phases hold their tree drawn left to right; the phases sit in
-bands read top to bottom, left to right (:mod:`harness_bt.viz.layout`); the finals are
-grouped in one cell (``ends``), and a phase's transitions into them are its exits, drawn
-inside it (arrow shapes: ``failed ⇒ aborted_grasp``); other transitions join the clusters,
-their event written beside the edge. Node shapes by kind: composites are boxes (→ sequence,
-? selector, ⇉ parallel), decorators hexagons, actions rounded boxes, conditions ellipses, a
-folded ``recover`` a 3-D box (⟲) whose recovery edge is dashed. Every tree node carries an
-SVG id (``n<k>``) and a class with its status, every exit an id (``x_<phase>_<k>``), every
-transition between phases an id (``t_<source>_<target>``), so a page can recolour them.
+Read top to bottom: the phases are clusters stacked in flow order
+(:mod:`harness_bt.viz.layout`), compound phases holding their phases in their own flow order,
+parallel ones their regions side by side (dashed); each atomic phase holds its tree, drawn top
+down with every node's children left to right in order (invisible same-rank chains, and
+``remincross=false``: the second crossing pass across clusters ignores them). Each phase is
+entered at a point at its top (``a_<phase>``) and left from one at its bottom (``o_<phase>``);
+every transition between phases is its own edge between those points, its event written on
+it (a forward one pushes its target down, one back up does not). The finals are grouped in
+one row (``ends``) after the last phase, and a phase's transitions into them are its exits,
+arrow shapes in the row of its root (``failed ⇒ aborted_grasp``). Node shapes by kind:
+composites are boxes (→ sequence, ? selector, ⇉ parallel), decorators hexagons, actions
+rounded boxes, conditions ellipses, a folded ``recover`` a 3-D box (⟲) whose recovery edge is
+dashed. Every tree node carries an SVG id (``n<k>``) and a class with its status, every exit
+an id (``x_<phase>_<k>``), every transition between phases an id (``t_<source>_<target>``),
+so a page can recolour them.
 """
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import subprocess
 from html import escape
@@ -28,7 +34,7 @@ from harness_bt.viz.graph import (
     DrawNode,
     Exit,
 )
-from harness_bt.viz.layout import bands, wrap
+from harness_bt.viz.layout import flow_order, flow_positions, wrap
 
 __all__ = ["GRAPHVIZ_HELP", "render_dot", "to_dot"]
 
@@ -50,7 +56,7 @@ def _node(n: DrawNode) -> str:
     rows = [f"<b>{_text(n.title)}</b>", f'<font point-size="8">{_text(n.detail)}</font>']
     rows += [f'<font point-size="8" color="{ink}">{_text(note)}</font>' for note in n.notes]
     if n.status is not None:
-        rows.append(f'<font point-size="7" color="{ink}">{n.status.lower()}</font>')
+        rows.append(f'<font point-size="8" color="{ink}">{n.status.lower()}</font>')
     style = "filled,rounded" if n.kind == "action" else "filled"
     if n.kind == "composite":
         style += ",bold"
@@ -94,9 +100,36 @@ def _cluster_label(c: Cluster) -> str:
     return label
 
 
+def _top(c: Cluster) -> str:
+    """Where a phase is entered: the point at its top (a pseudo-state: itself)."""
+    return c.anchor
+
+
+def _bottom(c: Cluster) -> str:
+    """Where a phase is left: the point at its bottom (a pseudo-state: itself)."""
+    return f"o_{c.id}" if c.kind in ("atomic", "compound", "parallel") else c.anchor
+
+
+def _deepest(d: Drawing, c: Cluster) -> str:
+    """The first node, in pre-order, at the greatest depth of an atomic phase's tree."""
+    kids: dict[str, list[str]] = {}
+    for a, b in d.tree_edges:
+        kids.setdefault(a, []).append(b)
+    best = (0, c.nodes[0])
+    stack = [(c.nodes[0], 0)]
+    while stack:
+        nid, depth = stack.pop()
+        if depth > best[0]:
+            best = (depth, nid)
+        stack.extend((k, depth + 1) for k in reversed(kids.get(nid, ())))
+    return best[1]
+
+
 def _cluster(c: Cluster, d: Drawing, out: list[str], indent: str) -> None:
-    """One phase as a cluster: its anchor (a point at its left), then its tree (atomic) or
-    its children stacked top to bottom (compound, parallel), then its exits."""
+    """One phase as a cluster, read top to bottom: the point it is entered at, its exits in a
+    row beside its tree's root (atomic) or beside that point (compound, parallel), its tree
+    (children left to right in order) or its child phases in flow order (compound; the
+    regions of a parallel phase side by side), the point it is left at."""
     if c.kind == "history":  # a pseudo-state: a small circle, H or H*
         out.append(f'{indent}{c.anchor} [id="phase_{c.id}", shape=circle, width=0.3, '
                    f'fixedsize=true, fontsize=9, color="#546e7a", label="{c.label}", '
@@ -108,154 +141,146 @@ def _cluster(c: Cluster, d: Drawing, out: list[str], indent: str) -> None:
         colour, pen, bg = "#1565c0", "3", "#e3f2fd"
     elif c.state == "idle":
         colour, style = "#b0bec5", style + ",dashed" if "dashed" not in style else style
+    inner = indent + "  "
     out.append(f"{indent}subgraph cluster_{c.id} {{")
-    out.append(f'{indent}  id="phase_{c.id}"; label=<{_cluster_label(c)}>; style="{style}"; '
+    out.append(f'{inner}id="phase_{c.id}"; label=<{_cluster_label(c)}>; style="{style}"; '
                f'color="{colour}"; penwidth={pen}; bgcolor="{bg}"; fontname="{_FONT}"; '
                f'labeljust=l;')
-    out.append(f'{indent}  {c.anchor} [shape=point, style=invis, width=0.01];')
-    firsts = []  # what stacks in the first column, top to bottom
-    if c.nodes:
-        firsts.append(c.nodes[0])
-    for child in c.children:
-        if child.kind == "final":
-            out.append(_final(child, indent + "  "))
-        else:
-            _cluster(child, d, out, indent + "  ")
-        firsts.append(child.anchor)
+    out.append(f'{inner}{c.anchor} [shape=point, style=invis, width=0.01];')
+    out.append(f'{inner}o_{c.id} [shape=point, style=invis, width=0.01];')
     reached = d.frame is not None and d.frame.result is not None
     for x in c.exits:
-        out.append(_exit(x, indent + "  ", reached))
-        firsts.append(x.id)
+        out.append(_exit(x, inner, reached))
     for nid in c.nodes:
-        out.append(f"{indent}  {_node(d.nodes[nid])}")
-    if c.nodes:  # where a transition to a later band leaves: the phase's right-hand side
-        out.append(f'{indent}  o_{c.id} [shape=point, style=invis, width=0.01];')
-        out.append(f"{indent}  {{rank=same; {_deepest(d, (c.id,))[0]}; o_{c.id};}}")
-    for first in firsts:
-        out.append(f"{indent}  {c.anchor} -> {first} [style=invis];")
-    if len(firsts) > 1:
-        out.append(f"{indent}  {{rank=same; {' -> '.join(reversed(firsts))} [style=invis];}}")
+        out.append(f"{inner}{_node(d.nodes[nid])}")
+    row = [c.anchor]  # what stands in the top row, left to right
+    if c.nodes:
+        root = c.nodes[0]
+        out.append(f"{inner}{c.anchor} -> {root} [style=invis, weight=10];")
+        # the point it is left at: below the first of the deepest nodes (one edge only:
+        # a second one, from the root, lets mincross reorder that node's siblings)
+        out.append(f"{inner}{_deepest(d, c)} -> o_{c.id} [style=invis];")
+        row = [root]
+    edges = [(t.source, t.target) for t in d.transitions]
+    live = [k for k in c.children if k.kind != "final"]
+    order = flow_order(live, edges, c.initial)
+    for child in order:
+        _cluster(child, d, out, inner)
+    if c.kind == "parallel":  # regions side by side, left to right as written
+        for child in order:
+            out.append(f"{inner}{c.anchor} -> {_top(child)} [style=invis];")
+            out.append(f"{inner}{_bottom(child)} -> o_{c.id} [style=invis];")
+    elif order:
+        chain = [c.anchor, *(p for k in order for p in (_top(k), _bottom(k)))]
+        for a, b in zip(chain[0::2], chain[1::2], strict=False):
+            out.append(f"{inner}{a} -> {b} [style=invis, weight=10];")
+        last = _bottom(order[-1])
+        finals = [k for k in c.children if k.kind == "final"]
+        for f in finals:
+            out.append(_final(f, inner))
+            out.append(f"{inner}{last} -> {f.anchor} [style=invis];")
+        if len(finals) > 1:
+            out.append(f"{inner}{{rank=same; {' -> '.join(f.anchor for f in finals)} "
+                       f"[style=invis];}}")
+        out.append(f"{inner}{last} -> o_{c.id} [style=invis];")
+    elif not c.nodes:
+        out.append(f"{inner}{c.anchor} -> o_{c.id} [style=invis];")
+    if c.exits:  # in a row beside the root, in the order they are written
+        row += [x.id for x in c.exits]
+        out.append(f"{inner}{{rank=same; {' -> '.join(row)} [style=invis];}}")
     mine = set(c.nodes)
     kids: dict[str, list[str]] = {}
     for a, b in d.tree_edges:
         if a in mine:
             attrs = "arrowsize=0.5"
             if (a, b) in d.recovery_edges:
-                attrs += ', style=dashed, color="#ef6c00", xlabel=<<font point-size="7" ' \
+                attrs += ', style=dashed, color="#ef6c00", label=<<font point-size="8" ' \
                          'color="#bf360c">on failure</font>>'
-            out.append(f"{indent}  {a} -> {b} [{attrs}];")
+            out.append(f"{inner}{a} -> {b} [{attrs}];")
             kids.setdefault(a, []).append(b)
-    for siblings in kids.values():  # keep children in order, top to bottom
+    for siblings in kids.values():  # children left to right in order, whatever mincross does
         if len(siblings) > 1:
-            chain = " -> ".join(reversed(siblings))  # inside a cluster, LR stacks upwards
-            out.append(f"{indent}  {{rank=same; {chain} [style=invis];}}")
+            out.append(f"{inner}{{rank=same; {' -> '.join(siblings)} [style=invis];}}")
     out.append(f"{indent}}}")
 
 
-def _deepest(d: Drawing, ids: tuple[str, ...]) -> list[str]:
-    """One node at the greatest depth of each of the cells ``ids``: the next band's head is
-    put right of these (fewer edges than one from every node: less for mincross to untangle)."""
-    by_id = {c.id: c for c in d.walk()}
-    kids: dict[str, list[str]] = {}
-    for a, b in d.tree_edges:
-        kids.setdefault(a, []).append(b)
-
-    def deepest(c: Cluster) -> tuple[int, str]:
-        best = (0, c.anchor)
-        if c.nodes:
-            stack = [(c.nodes[0], 1)]
-            while stack:
-                nid, depth = stack.pop()
-                best = max(best, (depth, nid))
-                stack.extend((k, depth + 1) for k in kids.get(nid, ()))
-        for child in c.children:
-            depth, nid = deepest(child)
-            best = max(best, (depth + 1, nid))
-        return best
-
-    return [deepest(by_id[i])[1] for i in ids if i in by_id]
-
-
-def _top(d: Drawing, cid: str) -> str:
-    """The top-level phase that holds phase ``cid`` (itself at the top level)."""
-    for c in d.clusters:
-        stack = [c]
-        while stack:
-            here = stack.pop()
-            if here.id == cid:
-                return c.id
-            stack.extend(here.children)
-    return cid
-
-
 def to_dot(d: Drawing) -> str:
-    """DOT text for a drawing: trees left to right, the phases in bands (see
-    :mod:`harness_bt.viz.layout`), the finals grouped in the last cell."""
+    """DOT text for a drawing, read top to bottom: the phases in flow order
+    (:mod:`harness_bt.viz.layout`), each tree with its children left to right in order, one
+    edge per transition between phases with its event beside it, the finals grouped in the
+    ``ends`` cell after the last phase."""
     by_id = {c.id: c for c in d.walk()}
     out = ["digraph task {",
-           f'  graph [compound=true, rankdir=LR, fontname="{_FONT}", '
-           f'labelloc=t, nodesep=0.25, ranksep=0.3, forcelabels=true, '
+           f'  graph [compound=true, rankdir=TB, ordering=out, remincross=false, '
+           f'fontname="{_FONT}", labelloc=t, nodesep=0.25, ranksep=0.35, forcelabels=true, '
            f'label=<<b>{_text(d.title)}</b><br/>'
            f'<font point-size="9">{_text(d.subtitle)}</font>>];',
            f'  node [fontname="{_FONT}", fontsize=10, margin="0.08,0.03"];',
-           f'  edge [fontname="{_FONT}", fontsize=8, color="#78909c"];',
+           f'  edge [fontname="{_FONT}", fontsize=9, color="#78909c"];',
            '  __start [shape=point, width=0.12, color="#263238"];']
-    grid = bands(d)
-    band_of = {i: k for k, band in enumerate(grid) for cell in band for i in cell.ids}
-    previous: list[str] = []
-    for k, band in enumerate(grid):
-        head = f"__band{k}"
-        out.append(f"  {head} [shape=point, style=invis, width=0.01];")
-        for member in previous:
-            out.append(f"  {member} -> {head} [style=invis, weight=0];")
-        anchors = [by_id[cell.ids[0]].anchor if len(cell.ids) == 1 and
-                   by_id[cell.ids[0]].kind != "final" else "a___ends" for cell in band]
-        if len(anchors) > 1:  # top to bottom in document order
-            out.append(f"  {{rank=same; {' -> '.join(anchors)} [style=invis];}}")
-        for cell in band:
-            if len(cell.ids) == 1 and by_id[cell.ids[0]].kind != "final":
-                c = by_id[cell.ids[0]]
-                _cluster(c, d, out, "  ")
-                out.append(f"  {head} -> {c.anchor} [style=invis];")
-            else:  # the finals
-                out.append("  subgraph cluster___ends {")
-                out.append('    id="ends"; label=<<b>ends</b>>; style="rounded"; '
-                           f'color="#90a4ae"; bgcolor="#fafafa"; fontname="{_FONT}";')
-                out.append("    a___ends [shape=point, style=invis, width=0.01];")
-                for fid in cell.ids:
-                    out.append(_final(by_id[fid], "    "))
-                    out.append(f"    a___ends -> {by_id[fid].anchor} [style=invis];")
-                out.append("  }")
-                out.append(f"  {head} -> a___ends [style=invis];")
-        previous = [m for cell in band for m in _deepest(d, cell.ids)]
-        if any(by_id[i].kind == "final" for cell in band for i in cell.ids):
-            previous.append("a___ends")
+    edges = [(t.source, t.target) for t in d.transitions]
+    order = flow_order([c for c in d.clusters if c.kind != "final"], edges, d.initial)
+    for c in order:
+        _cluster(c, d, out, "  ")
+    for a, b in itertools.pairwise(order):  # the flow axis: each phase below the one before
+        out.append(f"  {_bottom(a)} -> {_top(b)} [style=invis, weight=5];")
+    finals = [c for c in d.clusters if c.kind == "final"]
+    if finals:
+        out.append("  subgraph cluster___ends {")
+        out.append('    id="ends"; label=<<b>ends</b>>; style="rounded"; '
+                   f'color="#90a4ae"; bgcolor="#fafafa"; fontname="{_FONT}";')
+        for f in finals:
+            out.append(_final(f, "    "))
+        if len(finals) > 1:
+            out.append(f"    {{rank=same; {' -> '.join(f.anchor for f in finals)} "
+                       f"[style=invis];}}")
+        out.append("  }")
+        if order:
+            out.append(f"  {_bottom(order[-1])} -> {finals[0].anchor} [style=invis];")
     first = by_id.get(d.initial)
     if first is not None:
-        head_attr = f", lhead=cluster_{first.id}" if first.kind != "final" else ""
-        out.append(f"  __start -> {first.anchor} [color=\"#263238\"{head_attr}];")
+        head_attr = f", lhead=cluster_{first.id}" if first.kind not in ("final", "history") \
+            else ""
+        out.append(f'  __start -> {_top(first)} [color="#263238"{head_attr}];')
+    place = flow_positions(d)
     for t in d.transitions:
         src, tgt = by_id.get(t.source), by_id.get(t.target)
         if src is None or tgt is None:
             continue
         colour = EVENT_COLOURS.get(t.event, "#546e7a")
-        attrs = [f'id="t_{t.source}_{t.target}"', f'xlabel="{_text(t.label)}"',
-                 f'color="{colour}"', f'fontcolor="{colour}"', "constraint=false"]
-        if src.kind not in ("final", "history"):
+        forward = place.get(tgt.id, 0) > place.get(src.id, 0) and \
+            not _inside(src, tgt.id)
+        attrs = [f'id="{t.id}"', f'label="{_text(t.label)}"',
+                 f'color="{colour}"', f'fontcolor="{colour}"', f"class=\"{_kind(forward)}\""]
+        if not forward:
+            attrs.append("constraint=false")
+        if src.kind in ("atomic", "compound", "parallel") and not _inside(src, tgt.id):
             attrs.append(f"ltail=cluster_{src.id}")
-        if tgt.kind not in ("final", "history") and tgt is not src:
+        if tgt.kind in ("atomic", "compound", "parallel") and tgt is not src \
+                and not _inside(tgt, src.id):
             attrs.append(f"lhead=cluster_{tgt.id}")
         if t.taken:
             attrs.append("penwidth=2.5")
         elif d.frame is not None:
             attrs.append("style=dashed")
-        tail = src.anchor
-        if src.kind == "atomic" and src.nodes and band_of.get(_top(d, tgt.id), 0) > \
-                band_of.get(_top(d, src.id), 0):
-            tail = f"o_{src.id}"  # rightwards, across the gap between the bands
-        out.append(f"  {tail} -> {tgt.anchor} [{', '.join(attrs)}];")
+        out.append(f"  {_bottom(src)} -> {_top(tgt)} [{', '.join(attrs)}];")
     out.append("}")
     return "\n".join(out) + "\n"
+
+
+def _kind(forward: bool) -> str:
+    return "transition forward" if forward else "transition back"
+
+
+def _inside(c: Cluster, cid: str) -> bool:
+    """Whether phase ``cid`` is ``c`` itself or nested in it."""
+    stack = [c]
+    while stack:
+        here = stack.pop()
+        if here.id == cid:
+            return True
+        stack.extend(here.children)
+    return False
 
 
 def render_dot(dot: str, fmt: str = "svg", *, timeout_s: float = 60.0) -> bytes:

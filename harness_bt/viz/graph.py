@@ -89,6 +89,7 @@ class Cluster:
     reason: str | None = None  # finals
     state: str = ""  # with a run: active | visited | idle
     exits: list[Exit] = field(default_factory=list)
+    initial: str = ""  # compound phases: the child phase entered first
 
     @property
     def anchor(self) -> str:
@@ -102,6 +103,7 @@ class Transition:
     event: str
     label: str
     taken: bool = False
+    id: str = ""  # t_<source>_<target>; t_<source>_<target>_<event> when the pair repeats
 
 
 @dataclass
@@ -221,6 +223,26 @@ def _transition_label(t: Mapping[str, Any]) -> str:
     return " ".join(bits)
 
 
+def _name_transitions(transitions: list[Transition], frame: Frame | None) -> None:
+    """Give every transition its own SVG id, and say whether the run took it: by its phases
+    alone when it is the only one between them, by its event too when several are."""
+    pairs: dict[tuple[str, str], int] = {}
+    for t in transitions:
+        pairs[(t.source, t.target)] = pairs.get((t.source, t.target), 0) + 1
+    taken = set(frame.transitions) if frame is not None else set()
+    used: set[str] = set()
+    for t in transitions:
+        base = f"t_{t.source}_{t.target}"
+        tid = base if pairs[(t.source, t.target)] == 1 else f"{base}_{t.event}"
+        k = 2
+        while tid in used:  # the same event twice (guards): numbered
+            tid, k = f"{base}_{t.event}_{k}", k + 1
+        used.add(tid)
+        t.id = tid
+        if pairs[(t.source, t.target)] > 1:
+            t.taken = (str(t.event), t.source, t.target) in taken
+
+
 def drawing(structure: Mapping[str, Any], frame: Frame | None = None, *,
             fold: bool = True) -> Drawing:
     """The drawing model of a task structure (``Task.structure()`` or a trace's first event),
@@ -271,7 +293,7 @@ def drawing(structure: Mapping[str, Any], frame: Frame | None = None, *,
 
     def cluster(spec: Mapping[str, Any]) -> Cluster:
         c = Cluster(spec["id"], spec["kind"], _label(spec), spec.get("description", ""),
-                    reason=spec.get("reason"))
+                    reason=spec.get("reason"), initial=str(spec.get("initial") or ""))
         if frame is not None:
             c.state = "active" if c.id in config else "visited" if c.id in visited else "idle"
         for t in spec.get("transitions", ()):
@@ -289,6 +311,7 @@ def drawing(structure: Mapping[str, Any], frame: Frame | None = None, *,
         return c
 
     clusters = [cluster(p) for p in structure.get("phases", ())]
+    _name_transitions(transitions, frame)
     budget = structure.get("budget") or {}
     bits = []
     if budget.get("max_retries") is not None:

@@ -6,10 +6,12 @@ each step. No external resources: the page works offline and from a file (images
 or from ``harness replay --serve`` (images fetched from the server).
 
 Keys: right / left step, Home / End jump, n / p next / previous chart transition, space
-plays, + / - / 0 zoom in, out, to fit. The mouse wheel zooms where it points, dragging
-pans. The address fragment selects a frame (``#frame=12`` or ``#seq=140``) and may replay
-key presses through the same handler (``#keys=RRL``: R right, L left, N next transition, P
-previous, E end, H home, + and - zoom), so a headless browser can check the page steps.
+plays, + / - / 0 zoom in, out, to the whole graph, f follows the active phase again. The
+page opens fitted to the active phase at a readable size and follows it from frame to frame
+until the user zooms or pans. The mouse wheel zooms where it points, dragging pans. The
+address fragment selects a frame (``#frame=12`` or ``#seq=140``) and may replay key presses
+through the same handler (``#keys=RRL``: R right, L left, N next transition, P previous, E
+end, H home, + and - zoom), so a headless browser can check the page steps.
 """
 
 from __future__ import annotations
@@ -80,19 +82,20 @@ def page(structure: Mapping[str, Any], views: Sequence[Mapping[str, Any]], *,
 <span id="where"></span>
 <span class="zoom"><button id="zoom_in" title="zoom in (+)">+</button>
 <button id="zoom_out" title="zoom out (-)">−</button>
-<button id="zoom_fit" title="fit (0)">fit</button></span>
+<button id="zoom_fit" title="the whole graph (0)">fit</button>
+<button id="zoom_follow" title="follow the active phase (f)">follow</button></span>
 </div></header>
 {_legend()}
 <main><div id="graph" title="wheel: zoom · drag: pan">{svg}</div>
+<div id="side"><div id="cameras"></div>
 <aside>
 <p class="outcome"><b>outcome:</b> <span id="outcome"></span></p>
-<div id="cameras"></div>
 <p><b>configuration:</b> <span id="config"></span><br><b>visited:</b> <span id="visited"></span>
 <br><b>budget used:</b> <span id="counters"></span></p>
 <h3>ledger</h3><table><thead><tr><th>command</th><th>skill</th><th>state</th><th>reason</th>
 </tr></thead><tbody id="ledger"></tbody></table>
 <h3>events of this step</h3><div id="events"></div>
-</aside></main>
+</aside></div></main>
 <script type="application/json" id="frames">{_json(list(views))}</script>
 <script type="application/json" id="colours">{_json(colours)}</script>
 <script type="application/json" id="images">{_json(list(images))}</script>

@@ -1,38 +1,21 @@
-"""Where the phases go: the chart's cells (each top-level phase, then the group of finals)
-read in document order, top to bottom, in as many columns ("bands") as keep the drawing
-about 1.4 times as wide as it is tall. Graphviz lays out each cell; this module only
-estimates cell sizes from the label text (a Helvetica glyph is about 0.55 em wide) to pick
-the number of bands, so the choice is the same on every machine, without running ``dot``.
+"""Where the phases go: in flow order, the order a run reads the chart. The initial phase
+comes first, then the phases its transitions lead to, followed depth first in the order the
+transitions are written, so a branch stays together (``put_1``, its ``let_go_1``, then
+``put_2``); a transition back to a phase already on the path (a retry loop) is a *back edge*
+and does not move anything. What is left is ordered topologically (a phase after every phase
+with a forward transition into it), ties broken by first discovery, then the phases no
+transition reaches, in document order. The Graphviz writer stacks the phases in this order
+along the flow axis (top to bottom) and joins them by their transitions.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+import heapq
+from collections.abc import Iterable, Sequence
 
-from harness_bt.viz.graph import Cluster, Drawing, DrawNode
+from harness_bt.viz.graph import Cluster, Drawing
 
-__all__ = ["Cell", "bands", "cell_size", "node_size", "wrap"]
-
-TARGET_RATIO = 1.4
-NODESEP = 18.0  # points, as in the graph attributes of the DOT writer
-RANKSEP = 22.0
-CLUSTER_PAD = 16.0
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One cell of the grid: a top-level phase or the finals, with its estimated size."""
-
-    ids: tuple[str, ...]  # cluster ids (one phase, or every final of the group)
-    width: float
-    height: float
-
-
-def _text_width(text: str, size: float, bold: bool = False) -> float:
-    return len(text) * size * (0.6 if bold else 0.55)
+__all__ = ["flow_order", "flow_positions", "wrap"]
 
 
 def wrap(text: str, width: int = 48) -> list[str]:
@@ -48,122 +31,90 @@ def wrap(text: str, width: int = 48) -> list[str]:
     return [*lines, line] if line else lines
 
 
-def node_size(n: DrawNode) -> tuple[float, float]:
-    """(width, height) in points of a tree node's box."""
-    rows = [_text_width(n.title, 10, True), _text_width(n.detail, 8),
-            *(_text_width(x, 8) for x in n.notes)]
-    if n.status is not None:
-        rows.append(_text_width(n.status, 7))
-    width = max(rows) + 12
-    if n.kind in ("decorator", "condition"):
-        width *= 1.3  # hexagons and ellipses need room at the ends
-    height = 12 + 10 * len(rows)
-    return max(width, 54.0), max(height, 36.0)
-
-
-def exit_size(label: str, target: str) -> tuple[float, float]:
-    return _text_width(f"{label} ⇒ {target}", 8) + 26, 22.0
-
-
-def _tree_size(d: Drawing, c: Cluster) -> tuple[float, float]:
-    """An atomic phase laid out left to right: columns by depth, leaves stacked."""
-    if not c.nodes:
-        return 40.0, 30.0
-    kids: dict[str, list[str]] = {}
-    mine = set(c.nodes)
-    for a, b in d.tree_edges:
-        if a in mine:
-            kids.setdefault(a, []).append(b)
-    columns: dict[int, float] = {}
-    stacks: dict[int, list[float]] = {}  # heights of the nodes in each column
-    todo = [(c.nodes[0], 0)]
-    while todo:
-        nid, depth = todo.pop()
-        w, h = node_size(d.nodes[nid])
-        columns[depth] = max(columns.get(depth, 0.0), w)
-        stacks.setdefault(depth, []).append(h)
-        todo.extend((k, depth + 1) for k in kids.get(nid, ()))
-    exits = [exit_size(x.label, x.target) for x in c.exits]
-    if exits:
-        columns[0] = max(columns[0], *(w for w, _ in exits))
-        stacks[0].extend(h for _, h in exits)
-    # Graphviz packs each column about as tight as its nodes allow: the tallest column rules
-    tree_h = max(sum(hs) + NODESEP * (len(hs) - 1) for hs in stacks.values()) * 1.1
-    width = sum(columns.values()) + RANKSEP * len(columns)
-    return width, tree_h
-
-
-def cell_size(d: Drawing, c: Cluster) -> tuple[float, float]:
-    """(width, height) in points of one phase with its label and padding."""
-    if c.kind == "final":
-        return _text_width(c.id, 9) + 24, 30.0
-    label_lines = [_text_width(c.label, 11, True),
-                   *(_text_width(x, 8) for x in wrap(c.description))]
-    if c.kind == "atomic":
-        width, height = _tree_size(d, c)
-    else:  # compound and parallel phases stack their children
-        sizes = [cell_size(d, k) for k in c.children]
-        width = max((w for w, _ in sizes), default=40.0) + RANKSEP
-        height = sum(h for _, h in sizes) + NODESEP * max(0, len(sizes) - 1)
-        exits = [exit_size(x.label, x.target) for x in c.exits]
-        width = max(width, *(w + RANKSEP for w, _ in exits)) if exits else width
-        height += sum(h + NODESEP for _, h in exits)
-    label_h = 14 + 10 * (len(label_lines) - 1)
-    return max(width, max(label_lines)) + CLUSTER_PAD, height + label_h + CLUSTER_PAD
-
-
-def cells(d: Drawing) -> list[Cell]:
-    """The top-level phases in document order, then one cell with every top-level final."""
-    out = [Cell((c.id,), *cell_size(d, c)) for c in d.clusters if c.kind != "final"]
-    finals = [c for c in d.clusters if c.kind == "final"]
-    if finals:
-        sizes = [cell_size(d, c) for c in finals]
-        out.append(Cell(tuple(c.id for c in finals), max(w for w, _ in sizes) + CLUSTER_PAD,
-                        sum(h for _, h in sizes) + 8 * len(sizes) + 14 + CLUSTER_PAD))
+def _owner(siblings: Sequence[Cluster]) -> dict[str, str]:
+    """Every phase id under ``siblings`` -> the id of the sibling that holds it."""
+    out: dict[str, str] = {}
+    for top in siblings:
+        stack = [top]
+        while stack:
+            here = stack.pop()
+            out[here.id] = top.id
+            stack.extend(here.children)
     return out
 
 
-def _split(items: Sequence[Cell], parts: int) -> list[list[Cell]]:
-    """``items`` in order, cut into ``parts`` runs with the tallest run as short as can be."""
-    n = len(items)
-    best: dict[tuple[int, int], tuple[float, list[int]]] = {}
-
-    def solve(start: int, k: int) -> tuple[float, list[int]]:
-        if (start, k) in best:
-            return best[(start, k)]
-        res: tuple[float, list[int]]
-        if k == 1:
-            res = (sum(c.height for c in items[start:]) + NODESEP * (n - start - 1), [])
-        else:
-            res = (math.inf, [])
-            for cut in range(start + 1, n - k + 2):
-                head = sum(c.height for c in items[start:cut]) + NODESEP * (cut - start - 1)
-                rest, cuts = solve(cut, k - 1)
-                if max(head, rest) < res[0]:
-                    res = (max(head, rest), [cut, *cuts])
-        best[(start, k)] = res
-        return res
-
-    _, cuts = solve(0, parts)
-    bounds = [0, *cuts, n]
-    return [list(items[a:b]) for a, b in itertools.pairwise(bounds)]
-
-
-def bands(d: Drawing, target: float = TARGET_RATIO) -> list[list[Cell]]:
-    """The cells in bands (left to right; each band's cells top to bottom), as many bands as
-    bring width / height closest to ``target``."""
-    items = cells(d)
-    if not items:
+def flow_order(siblings: Sequence[Cluster], edges: Iterable[tuple[str, str]],
+               initial: str = "") -> list[Cluster]:
+    """``siblings`` (the phases of one level, finals left out by the caller) in flow order.
+    ``edges``: (source, target) phase ids of the chart's transitions, in the order they are
+    written; a transition from or to a phase nested in a sibling counts for that sibling."""
+    if not siblings:
         return []
-    title_h = 40.0
-    choice: tuple[float, list[list[Cell]]] | None = None
-    for parts in range(1, len(items) + 1):
-        split = _split(items, parts)
-        width = sum(max(c.width for c in band) for band in split) + 40.0 * len(split)
-        height = max(sum(c.height for c in band) + NODESEP * (len(band) - 1)
-                     for band in split) + title_h
-        score = abs(math.log(width / height / target))
-        if choice is None or score < choice[0]:
-            choice = (score, split)
-    assert choice is not None
-    return choice[1]
+    by_id = {c.id: c for c in siblings}
+    owner = _owner(siblings)
+    succ: dict[str, list[str]] = {c.id: [] for c in siblings}
+    for src, tgt in edges:
+        a, b = owner.get(src), owner.get(tgt)
+        if a is None or b is None or a == b or b in succ[a]:
+            continue
+        succ[a].append(b)
+    first = owner.get(initial, siblings[0].id)
+    found: dict[str, int] = {}  # first discovery, depth first
+    back: set[tuple[str, str]] = set()
+    for root in [first, *(c.id for c in siblings)]:
+        if root in found:
+            continue
+        on_path: set[str] = set()
+        stack: list[tuple[str, int]] = [(root, 0)]
+        found[root] = len(found)
+        on_path.add(root)
+        while stack:
+            here, k = stack[-1]
+            if k == len(succ[here]):
+                stack.pop()
+                on_path.discard(here)
+                continue
+            stack[-1] = (here, k + 1)
+            nxt = succ[here][k]
+            if nxt in on_path:
+                back.add((here, nxt))
+            elif nxt not in found:
+                found[nxt] = len(found)
+                on_path.add(nxt)
+                stack.append((nxt, 0))
+    waiting = {c.id: 0 for c in siblings}
+    for a, targets in succ.items():
+        for b in targets:
+            if (a, b) not in back:
+                waiting[b] += 1
+    ready = [(found[i], i) for i, n in waiting.items() if n == 0]
+    heapq.heapify(ready)
+    out: list[Cluster] = []
+    while ready:
+        _, here = heapq.heappop(ready)
+        out.append(by_id[here])
+        for nxt in succ[here]:
+            if (here, nxt) in back:
+                continue
+            waiting[nxt] -= 1
+            if waiting[nxt] == 0:
+                heapq.heappush(ready, (found[nxt], nxt))
+    return out
+
+
+def flow_positions(d: Drawing) -> dict[str, int]:
+    """Every phase id -> its place in the whole chart read in flow order (a compound phase
+    before its children, its children in their own flow order), the finals last."""
+    edges = [(t.source, t.target) for t in d.transitions]
+    out: dict[str, int] = {}
+
+    def visit(siblings: Sequence[Cluster], initial: str) -> None:
+        for c in flow_order([s for s in siblings if s.kind != "final"], edges, initial):
+            out[c.id] = len(out)
+            visit(c.children, c.initial)
+        for c in siblings:
+            if c.kind == "final":
+                out[c.id] = len(out)
+
+    visit(d.clusters, d.initial)
+    return out

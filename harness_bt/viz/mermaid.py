@@ -6,6 +6,7 @@ produce."""
 from __future__ import annotations
 
 from harness_bt.viz.graph import COLOURS, EVENT_COLOURS, Cluster, Drawing, DrawNode
+from harness_bt.viz.layout import flow_order
 
 __all__ = ["to_mermaid"]
 
@@ -58,9 +59,9 @@ def to_mermaid(d: Drawing) -> str:
         dash = ",stroke-dasharray:4" if status == "NOT_TICKED" else ""
         out.append(f"  classDef {name} fill:{fill},stroke:{border},color:#212121{dash}")
     out.append('  __start(("start"))')
-    for c in d.clusters:
-        if c.kind != "final":
-            _cluster(c, d, out, "  ")
+    for c in flow_order([c for c in d.clusters if c.kind != "final"],
+                        [(t.source, t.target) for t in d.transitions], d.initial):
+        _cluster(c, d, out, "  ")  # written in flow order, as Graphviz draws them
     finals = [c for c in d.clusters if c.kind == "final"]
     if finals:  # grouped: the phases' exits name them
         out.append('  subgraph __ends["ends"]')

@@ -6,8 +6,13 @@
 const NOTE_SPACE = '\u2007';
 const SVGNS = 'http://www.w3.org/2000/svg';
 
+const READABLE = 11.5 / 8; // screen px per SVG unit: the smallest text (8 pt) at 11.5 px
+const LARGEST = 2.4; // no closer than this when fitting a small phase
+
 class PanZoom {
   // The graph's viewBox: wheel zooms at the pointer, dragging pans, buttons and keys zoom.
+  // Until the user zooms or pans, the view follows the active phase (focus): fitted to it,
+  // never smaller than READABLE; once they do, their view stays until they ask to follow.
   constructor(box, svg) {
     this.box = box; this.svg = svg;
     const vb = svg.viewBox.baseVal;
@@ -15,7 +20,7 @@ class PanZoom {
     svg.removeAttribute('width'); svg.removeAttribute('height');
     svg.setAttribute('preserveAspectRatio', 'xMidYMid meet');
     this.view = Object.assign({}, this.full);
-    this.drag = null;
+    this.drag = null; this.user = false; this.target = null;
     box.addEventListener('wheel', e => {e.preventDefault(); if(!e.deltaY) return;
       this.zoom(e.deltaY < 0 ? 1.25 : 0.8, this.point(e));}, {passive: false});
     box.addEventListener('mousedown', e => {if(e.button !== 0) return;
@@ -23,11 +28,14 @@ class PanZoom {
       box.classList.add('dragging'); e.preventDefault();});
     window.addEventListener('mousemove', e => {if(!this.drag) return;
       const s = this.scale();
+      if(e.clientX !== this.drag.x || e.clientY !== this.drag.y) this.mine();
       this.view.x = this.drag.view.x - (e.clientX - this.drag.x) / s;
       this.view.y = this.drag.view.y - (e.clientY - this.drag.y) / s; this.apply();});
     window.addEventListener('mouseup', () => {this.drag = null; box.classList.remove('dragging');});
+    window.addEventListener('resize', () => {if(!this.user && this.target) this.focus(this.target);});
     this.apply();
   }
+  mine() { this.user = true; document.body.dataset.follow = ''; }
   scale() { // screen pixels per SVG unit
     const r = this.svg.getBoundingClientRect();
     return Math.min(r.width / this.view.w, r.height / this.view.h) || 1;
@@ -40,18 +48,50 @@ class PanZoom {
   zoom(factor, at) {
     const z = this.full.w / (this.view.w / factor);
     if(z < 0.5 || z > 40) return;
+    this.mine();
     at = at || {x: this.view.x + this.view.w / 2, y: this.view.y + this.view.h / 2};
     this.view = {x: at.x - (at.x - this.view.x) / factor, y: at.y - (at.y - this.view.y) / factor,
                  w: this.view.w / factor, h: this.view.h / factor};
     this.apply();
   }
-  fit() { this.view = Object.assign({}, this.full); this.apply(); }
+  fit() { this.mine(); this.view = Object.assign({}, this.full); this.apply(); }
+  follow() { this.user = false; if(this.target) this.focus(this.target); }
+  bounds(groups) { // the SVG box (viewBox units) around these elements
+    const m = this.svg.getScreenCTM(); if(!m || !groups.length) return null;
+    const inv = m.inverse();
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    groups.forEach(g => {const r = g.getBoundingClientRect();
+      [[r.left, r.top], [r.right, r.bottom]].forEach(([x, y]) => {
+        const p = new DOMPoint(x, y).matrixTransform(inv);
+        x0 = Math.min(x0, p.x); y0 = Math.min(y0, p.y); x1 = Math.max(x1, p.x); y1 = Math.max(y1, p.y);});});
+    return {x: x0, y: y0, w: x1 - x0, h: y1 - y0};
+  }
+  focus(groups) { // fit these phases, readable; a phase too big for the box shows its top left
+    this.target = groups;
+    document.body.dataset.follow = this.user ? '' : '1';
+    if(this.user) return;
+    const b = this.bounds(groups); if(!b) return;
+    const r = this.box.getBoundingClientRect(), pad = 12;
+    const s = Math.max(READABLE, Math.min(LARGEST, (r.width - 2 * pad) / b.w, (r.height - 2 * pad) / b.h));
+    const w = r.width / s, h = r.height / s;
+    const x = b.w * s + 2 * pad <= r.width ? b.x + b.w / 2 - w / 2 : b.x - pad / s;
+    const y = b.h * s + 2 * pad <= r.height ? b.y + b.h / 2 - h / 2 : b.y - pad / s;
+    this.view = {x: x, y: y, w: w, h: h};
+    this.apply();
+  }
   apply() {
     const v = this.view;
     this.svg.setAttribute('viewBox', [v.x, v.y, v.w, v.h].map(n => n.toFixed(1)).join(' '));
     document.body.dataset.zoom = (this.full.w / v.w).toFixed(2);
     document.body.dataset.view = this.svg.getAttribute('viewBox');
   }
+}
+
+function shortId(cid) {
+  // A command id (run/phase.activation/node/path#attempt) as phase.activation/…/leaf#attempt
+  const parts = String(cid).split('/');
+  if(parts.length < 3) return String(cid);
+  return parts[1] + '/' + (parts.length > 3 ? '…/' : '') + parts[parts.length - 1];
 }
 
 class ReplayView {
@@ -130,9 +170,31 @@ class ReplayView {
   }
   row(cells, cls) {
     const tr = this.doc.createElement('tr');
-    cells.forEach((c, i) => {const td = this.doc.createElement('td'); td.textContent = c;
+    cells.forEach((c, i) => {const td = this.doc.createElement('td');
+      if(i === 0 && cls === 'cid') { // the short id, the full one on hover and copied on click
+        const code = this.doc.createElement('code'); code.textContent = shortId(c); code.title = c;
+        const copy = this.doc.createElement('button'); copy.className = 'copy'; copy.textContent = 'copy';
+        copy.title = 'copy ' + c; copy.onclick = e => {e.stopPropagation(); this.copy(c);};
+        td.append(code, ' ', copy); td.dataset.id = c;
+      } else td.textContent = c;
       if(i === 0 && cls) td.className = cls; if(i === 2) td.className = 'state ' + c; tr.appendChild(td);});
     return tr;
+  }
+  copy(text) {
+    const done = () => {this.doc.body.dataset.copied = text;};
+    const fallback = () => {const t = this.doc.createElement('textarea'); t.value = text;
+      this.doc.body.append(t); t.select(); try { this.doc.execCommand('copy'); } catch(e) {}
+      t.remove(); done();};
+    if(navigator.clipboard && window.isSecureContext)
+      navigator.clipboard.writeText(text).then(done, fallback);
+    else fallback();
+  }
+  active(config) { // the innermost active phases' clusters (or the first phase, before any)
+    const groups = config.map(id => this.el('phase_' + id)).filter(g => g);
+    const inner = groups.filter(g => !groups.some(o => o !== g && g.contains(o)));
+    if(inner.length) return inner;
+    const first = this.doc.querySelector('#graph g.cluster[id^="phase_"]');
+    return first ? [first] : [];
   }
   show(i) {
     const n = this.frames.length; if(!n) return;
@@ -171,6 +233,8 @@ class ReplayView {
     f.events.forEach(e => {const div = d.createElement('div');
       div.textContent = String(e[0]).padStart(5) + ' ' + e[1].padEnd(12) + ' ' + e[2]; ev.appendChild(div);});
     this.cameras(f.images);
+    const key = f.config.join(',');
+    if(key !== this.focused || !this.panzoom.target){ this.focused = key; this.panzoom.focus(this.active(f.config)); }
     const b = d.body.dataset;
     b.frame = this.index; b.seq = f.seq; b.tick = f.tick; b.config = f.config.join(',');
     b.images = Object.keys(f.images || {}).join(',');
@@ -196,7 +260,7 @@ class ReplayView {
     else if(k === 'Home') this.show(0); else if(k === 'End') this.show(this.frames.length - 1);
     else if(k === 'n') this.chartStep(1); else if(k === 'p') this.chartStep(-1);
     else if(k === '+' || k === '=') this.panzoom.zoom(1.25); else if(k === '-') this.panzoom.zoom(0.8);
-    else if(k === '0') this.panzoom.fit();
+    else if(k === '0') this.panzoom.fit(); else if(k === 'f') this.panzoom.follow();
     else if(k === ' ') {this.play(); if(e.preventDefault) e.preventDefault();}
   }
   start(hash) {
@@ -210,6 +274,7 @@ class ReplayView {
     this.el('zoom_in').onclick = () => this.panzoom.zoom(1.25);
     this.el('zoom_out').onclick = () => this.panzoom.zoom(0.8);
     this.el('zoom_fit').onclick = () => this.panzoom.fit();
+    this.el('zoom_follow').onclick = () => this.panzoom.follow();
     const slider = this.el('slider'); slider.oninput = () => this.show(+slider.value);
     const args = new URLSearchParams(hash);
     let i = 0;

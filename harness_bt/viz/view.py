@@ -41,7 +41,7 @@ def view_frame(structure: Mapping[str, Any], frame: Frame, *, fold: bool = True,
         "config": list(frame.configuration), "visited": list(frame.visited),
         "nodes": {nid: [n.status, notes[nid]] for nid, n in d.nodes.items()},
         "phases": {c.id: c.state for c in d.walk()},
-        "taken": sorted({f"t_{t.source}_{t.target}" for t in d.transitions if t.taken}),
+        "taken": sorted({t.id for t in d.transitions if t.taken}),
         "exits": sorted(x.id for c in d.walk() for x in c.exits if x.taken),
         "commands": [[c.command_id, c.skill, c.state, c.reason]
                      for c in frame.commands.values()],

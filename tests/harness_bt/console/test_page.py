@@ -112,7 +112,8 @@ def test_the_console_follows_and_steers_a_run(live: LiveRun, browser: Any,
     assert live.runner.ticks == ticks + 1
     assert any(r[1] == "RUNNING" and r[0].endswith("close#1") for r in driver.execute_script(
         "return Array.from(document.querySelectorAll('#ledger tr')).map(tr => "
-        "Array.from(tr.children).map(td => td.textContent).filter((_, i) => i === 0 || i === 2));"))
+        "Array.from(tr.children).map(td => td.dataset.id || td.textContent)"
+        ".filter((_, i) => i === 0 || i === 2));"))
 
     click("c_stop")
     end = until(lambda b: "run_end" in b.get("stages", ""))
@@ -128,6 +129,8 @@ def test_the_console_follows_and_steers_a_run(live: LiveRun, browser: Any,
     assert (live.runner.result.outcome, live.runner.result.reason) == ("aborted",
                                                                        "aborted_stopped")
     assert driver.find_element(By.ID, "outcome").text == "aborted (aborted_stopped)"
+    log = [div.text for div in driver.find_elements(By.CSS_SELECTOR, "#c_log div")]
+    assert any(t.startswith("stopped from the console (stop by c1") for t in log), log
 
     # the timeline scrubs back through the run so far (the replay's view)
     last = int(data(driver)["updates"]) - 1

@@ -45,7 +45,9 @@ def test_the_page_zooms_pans_and_shows_labels_transitions_and_camera_frames(
     page = tmp_path / "framed.html"
     page.write_text(replay_html(framed))
     driver.get(page.as_uri() + "#frame=0")  # type: ignore[attr-defined]
-    assert data(driver)["zoom"] == "1.00" and data(driver)["frame"] == "0"
+    assert data(driver)["follow"] == "1" and data(driver)["frame"] == "0"
+    ActionChains(driver).send_keys("0").perform()  # the whole graph
+    assert data(driver)["zoom"] == "1.00" and data(driver)["follow"] == ""
     full = [float(v) for v in data(driver)["view"].split()]
     driver.find_element(By.ID, "zoom_in").click()  # type: ignore[attr-defined]
     driver.find_element(By.ID, "zoom_in").click()  # type: ignore[attr-defined]
