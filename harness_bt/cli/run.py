@@ -45,9 +45,9 @@ from harness_bt.cli.summary import render_summary, why_text
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
 from harness_bt.run.episodes import RunReport, RunWatch, run_episodes
-from harness_bt.run.journal import RunJournal
 from harness_bt.run.loop import RunPhase
 from harness_bt.run.resume import DurableRun, open_durable, start_durable
+from harness_bt.run.run_record import RunRecord
 from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions, runtime_registry
 from harness_bt.runtime.settings import RuntimeSettings
@@ -291,7 +291,7 @@ def _run_file(task_file: Path, params: dict[str, Any], *, request: RunRequest,
             fix="start one (harness runtime serve --backend sim --bind tcp://127.0.0.1:5555) "
                 "and pass --runtime tcp://127.0.0.1:5555")
     if journal is not None:
-        RunJournal.check_new(journal)  # before connecting: connecting takes a control epoch
+        RunRecord.check_new(journal)  # before connecting: connecting takes a control epoch
     if runtime and bridge == "inproc":  # the URL's scheme names the bridge (tcp:// is zmq)
         scheme = runtime.partition("://")[0] if "://" in runtime else ""
         bridge = "ros2" if scheme == "ros2" else "zmq"
@@ -380,7 +380,7 @@ def resume(
     try:
         header = durable.header
         task = load_task(Path(header.task_file), params=header.params)
-        min_epoch = max(durable.ledger.epoch, int(durable.journal.progress().get("epoch", 0)))
+        min_epoch = max(durable.ledger.epoch, int(durable.record.progress().get("epoch", 0)))
         url = runtime or header.runtime_url
         extra: dict[str, object] = {"min_epoch": min_epoch}
         if runtime_telemetry is not None:

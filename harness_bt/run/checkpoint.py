@@ -1,5 +1,5 @@
 """Checkpoints of a running task: what one takes from a run, how a resumed run gets it back,
-and when they are taken (the storage is :mod:`harness_bt.run.journal`).
+and when they are taken (the storage is the run record, :mod:`harness_bt.run.run_record`).
 
 Taken after the start and after every tick in which the chart changed configuration: the
 configuration and history states, every atomic phase's activation number, the blackboard's
@@ -27,7 +27,7 @@ from statemachine.orderedset import OrderedSet
 from harness_bt.context import PhaseScope, RunContext
 from harness_bt.events import TraceKind
 from harness_bt.ledger import Ledger
-from harness_bt.run.journal import RunCheckpoint, RunJournal, journalable
+from harness_bt.run.run_record import RunCheckpoint, RunRecord, journalable
 from harness_bt.task import Task
 
 __all__ = ["Checkpointed", "Checkpointer", "RunProgress", "chart_in", "restore", "take"]
@@ -114,39 +114,39 @@ def chart_in(task: Task, cp: RunCheckpoint, *, listeners: Sequence[Any]) -> Any:
 
 
 class Checkpointer:
-    """When a run's progress is journaled (see the module docstring); a run without a journal
-    takes none. ``transitions`` counts the chart's transitions so far."""
+    """When a run's progress is journaled (see the module docstring); a run without a run
+    record takes none. ``transitions`` counts the chart's transitions so far."""
 
-    def __init__(self, journal: RunJournal | None, *, progress_interval_s: float = 1.0) -> None:
-        self.journal = journal
+    def __init__(self, record: RunRecord | None, *, progress_interval_s: float = 1.0) -> None:
+        self.record = record
         self.progress_interval_s = progress_interval_s
         self._checkpointed = -1
         self._progress_at = -math.inf
 
     def checkpoint(self, run: Checkpointed, now: float, reason: str, transitions: int) -> None:
         """Journal a checkpoint now (traced as ``checkpoint``)."""
-        if self.journal is None:
+        if self.record is None:
             return
         self._checkpointed = transitions
         self._progress_at = now
         run.ledger.flush()  # the ledger's entries the checkpoint rests on reach the disk first
         cp = take(run, now, reason)
-        seq = self.journal.checkpoint(cp, wall=run.context.clock.wall())
+        seq = self.record.checkpoint(cp, wall=run.context.clock.wall())
         run.context.emit(TraceKind.CHECKPOINT, seq=seq, reason=reason,
                          configuration=list(cp.configuration), dropped=list(cp.dropped))
 
     def after_tick(self, run: Checkpointed, now: float, transitions: int) -> None:
         """A checkpoint when the configuration changed since the last one, else the time used
         when it is due."""
-        if self.journal is None:
+        if self.record is None:
             return
         if transitions != self._checkpointed:
             self.checkpoint(run, now, "transition", transitions)
         elif now - self._progress_at >= self.progress_interval_s:
             self._progress_at = now
-            self.journal.progress_update(elapsed_s=now - run.progress.started_at,
+            self.record.progress_update(elapsed_s=now - run.progress.started_at,
                                          ticks=run.ticks, epoch=run.ledger.epoch)
 
     def finish(self, result: Mapping[str, Any]) -> None:
-        if self.journal is not None:
-            self.journal.finish(dict(result))
+        if self.record is not None:
+            self.record.finish(dict(result))

@@ -393,7 +393,7 @@ def run_episodes(
                                         seed=options.seed + index),
                 parts=RunParts(perception=perceive, evaluators=evaluators,
                                ledger=None if durable is None else durable.ledger,
-                               journal=None if durable is None else durable.journal,
+                               run_record=None if durable is None else durable.record,
                                resume=None if durable is None else durable.checkpoint))
             epoch = getattr(runtime, "epoch", None)  # a runtime that took a control epoch
             if isinstance(epoch, int) and not isinstance(epoch, bool) \

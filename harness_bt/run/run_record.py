@@ -1,4 +1,4 @@
-"""The run journal: what ``harness resume`` needs besides the ledger, in the same SQLite file.
+"""The run record: what ``harness resume`` needs besides the ledger, in the same SQLite file.
 
 ``harness run TASK --runtime URL --journal run.db`` writes three things to ``run.db``:
 
@@ -43,7 +43,7 @@ __all__ = [
     "FORMAT_VERSION",
     "RunCheckpoint",
     "RunHeader",
-    "RunJournal",
+    "RunRecord",
     "file_digest",
     "journalable",
 ]
@@ -105,7 +105,7 @@ class RunHeader:
 @dataclass(frozen=True)
 class RunCheckpoint:
     """The run's progress at a chart configuration (see the module docstring). ``seq`` is
-    assigned by the journal."""
+    assigned by the run record."""
 
     configuration: tuple[str, ...]
     activations: Mapping[str, int]
@@ -144,8 +144,8 @@ class RunCheckpoint:
             reason=str(data["reason"]), seq=seq)
 
 
-class RunJournal:
-    """The run's header, checkpoints and status in a SQLite file (WAL). Build with
+class RunRecord:
+    """The run's record: its header, checkpoints and status in a SQLite file (WAL). Build with
     :meth:`create` (a new run) or :meth:`open` (resume); errors name the file and the fix."""
 
     def __init__(self, path: str, db: sqlite3.Connection, header: RunHeader) -> None:
@@ -166,8 +166,8 @@ class RunJournal:
                 "--journal path (or delete this one)")
 
     @classmethod
-    def create(cls, path: str | os.PathLike[str], header: RunHeader) -> RunJournal:
-        """Start the journal of a new run; refuses a file that already holds a run."""
+    def create(cls, path: str | os.PathLike[str], header: RunHeader) -> RunRecord:
+        """Start the record of a new run; refuses a file that already holds a run."""
         where = os.fspath(path)
         cls.check_new(where)
         db = cls._connect(where)
@@ -188,8 +188,8 @@ class RunJournal:
         return cls(where, db, header)
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> RunJournal:
-        """Open the journal of an earlier run (checks it before anything is built)."""
+    def open(cls, path: str | os.PathLike[str]) -> RunRecord:
+        """Open the record of an earlier run (checks it before anything is built)."""
         where = os.fspath(path)
         if not os.path.isfile(where):
             raise DefinitionError(
@@ -352,7 +352,7 @@ class RunJournal:
         with contextlib.suppress(sqlite3.DatabaseError):
             self._db.close()
 
-    def __enter__(self) -> RunJournal:
+    def __enter__(self) -> RunRecord:
         return self
 
     def __exit__(self, *exc: object) -> None:
