@@ -56,8 +56,15 @@ class Observe(HarnessNode):
     ``objects`` with at least ``min_confidence``; then record a :class:`WorldSnapshot` of them
     on the blackboard under ``record`` (the plan the next commands rely on).
 
+    An object a resumed run remembers (restored from its checkpoint, not seen since:
+    ``provenance.remembered``) counts as found once an observation arrived since the leaf
+    started: that observation re-checked the world (an object in view would have been seen,
+    at its old version or at a new one) and did not show it, so it is occluded or out of view
+    and the memory stands. The snapshot says which objects came from memory.
+
     - **RUNNING**: not every object has been seen confidently since the leaf started.
-    - **SUCCESS**: all were seen (with no objects: one new observation arrived).
+    - **SUCCESS**: all were seen (with no objects: one new observation arrived), or are
+      remembered from before a resume and not contradicted since.
     - **FAILURE**: ``timeout_s`` passed first (outcome ``failed``, reason ``NOT_OBSERVED``,
       naming the objects missing and why).
     """
@@ -105,7 +112,8 @@ class Observe(HarnessNode):
                 obj = world.get(oid)
                 if obj is None:
                     missing[oid] = "never seen"
-                elif obj.provenance.observed_at < self._since:
+                elif obj.provenance.observed_at < self._since \
+                        and not obj.provenance.remembered:
                     missing[oid] = f"not seen since {self._since:.3f}"
                 elif obj.confidence < min_conf:
                     missing[oid] = f"confidence {obj.confidence:.2f} < {min_conf:.2f}"

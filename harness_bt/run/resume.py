@@ -5,7 +5,8 @@ the run record's header (task file and digest, run id, runtime, options), then t
 the same file. :func:`open_durable` (``harness resume run.db``) checks the file before anything
 is built (missing, corrupt, wrong version, not a run, already finished, task file changed),
 reopens the ledger (every command the dead harness left open becomes UNKNOWN, reason
-``RESTARTED``) and hands back the last checkpoint.
+``RESTARTED``) and hands back the last checkpoint, its world memory checked
+(:mod:`harness_bt.run.memory`; ``forget_world`` leaves the memory out instead).
 
 A runtime opened for such a run takes a new control epoch (the ``zmq`` runtime: one more than
 the runtime's and the record's); :meth:`DurableRun.take_epoch` writes it to the ledger and the
@@ -28,10 +29,11 @@ from typing import Any
 from harness_bt._version import __version__
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import Ledger, LedgerError
+from harness_bt.run.checkpoint import check_memory, forget_world
 from harness_bt.run.run_record import RunCheckpoint, RunHeader, RunRecord, file_digest
 from harness_bt.runtime.episodes import RunOptions
 
-__all__ = ["DurableRun", "open_durable", "start_durable"]
+__all__ = ["FORGOTTEN", "DurableRun", "open_durable", "start_durable"]
 
 
 @dataclass
@@ -89,9 +91,14 @@ def start_durable(path: str | os.PathLike[str], *, task_file: str | os.PathLike[
     return DurableRun(where, record, ledger)
 
 
-def open_durable(path: str | os.PathLike[str]) -> DurableRun:
+#: why a run resumed with ``--forget-world`` remembers no object
+FORGOTTEN = "harness resume --forget-world: every object is observed again"
+
+
+def open_durable(path: str | os.PathLike[str], *, forget: bool = False) -> DurableRun:
     """Open the record of an interrupted run for ``harness resume`` (see the module
-    docstring); every check runs before the ledger is reopened."""
+    docstring); every check runs before the ledger is reopened. ``forget``: resume without
+    the checkpoint's world memory (the world may have changed while the harness was dead)."""
     where = os.fspath(path)
     record = RunRecord.open(where)
     try:
@@ -120,6 +127,10 @@ def open_durable(path: str | os.PathLike[str]) -> DurableRun:
                 "started (its digest differs); resuming would replay a different task",
                 where=where, fix="restore the file as it was, or start a new run")
         checkpoint = record.latest()
+        if checkpoint is not None and forget:
+            checkpoint = forget_world(checkpoint, FORGOTTEN)
+        elif checkpoint is not None:
+            check_memory(checkpoint, f"{where}: checkpoint {checkpoint.seq}")
         record.claim()
         ledger = Ledger.open(where)
     except BaseException:
