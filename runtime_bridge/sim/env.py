@@ -101,6 +101,17 @@ class SimEnv:
             return self._start_next()
         return {"obs": self._observe(reset=False), "metric": None}
 
+    def end_episode(self) -> dict[str, Any] | None:
+        """End the running episode now, judged on the state it is in (the harness's task has
+        ended and nothing will move it): None while the scene's success condition holds (its
+        hold may still complete: keep stepping) or when no episode runs; else the episode is
+        recorded as failed (``ended``: ``task_ended``) and the answer is what a ``/step``
+        ending it gives: the next episode's first observation, or the final metric."""
+        if not self._started or self.done or self.task is None or self.progress.streak > 0:
+            return None
+        self._record(self.task.success(self.scene, self.progress), ended="task_ended")
+        return self._start_next()
+
     def render_now(self, cameras: set[str] | None = None) -> dict[str, Any]:
         """The latest observation again, with frames of ``cameras`` (None: every camera)
         rendered now (``render="on_demand"``), as they would have been in that step: the world
@@ -176,14 +187,14 @@ class SimEnv:
     def _final(self) -> dict[str, Any]:
         return {"obs": None, "metric": self.book.final_metric()}
 
-    def _record(self, success: float | None) -> None:
+    def _record(self, success: float | None, *, ended: str = "timeout") -> None:
         assert self.episode is not None and self.task is not None and self.faults is not None
         self.book.record({
             "index": self.episode.index, "task": self.episode.task, "scene": self.task.name,
             "seed": self.episode.seed, "worker_id": self.worker_id,
             "success": None if success is None else float(success), "steps": self.timestep,
             "ended": "not_judged" if success is None else
-                     "success" if success >= 1.0 else "timeout",
+                     "success" if success >= 1.0 else ended,
             "evidence": dict(self.progress.info),
             "faults": list(self.faults.fired), "ik_failures": self.scene.arm.ik_failures,
             "final_ground_truth": self.ground_truth()["objects"],
