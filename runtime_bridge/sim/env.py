@@ -69,6 +69,7 @@ class SimEnv:
         self.done = False
         self._started = False
         self.last_ik_ok = True
+        self._to_hide: list[tuple[str, bool]] = []
 
     # -- GenManip worker interface ---------------------------------------------------------
     def reset(self) -> dict[str, Any]:
@@ -93,6 +94,8 @@ class SimEnv:
         assert self.faults is not None and self.task is not None and self.episode is not None
         self.faults.before_physics(self.scene, self.timestep)
         self.scene.step()
+        while self._to_hide:
+            self.scene.hide(*self._to_hide.pop(0))
         self._moves += 1
         self.timestep += 1
         success = self.task.success(self.scene, self.progress)
@@ -100,6 +103,18 @@ class SimEnv:
             self._record(success)
             return self._start_next()
         return {"obs": self._observe(reset=False), "metric": None}
+
+    def hide(self, name: str, hidden: bool = True) -> None:
+        """For tests and demonstrations: from the next step on, no camera sees object ``name``
+        of the running episode (``hidden``; False: they see it again). It stays where it is
+        (:meth:`SimWorld.hide <runtime_bridge.sim.scene.SimWorld.hide>`). Safe to call from
+        another thread than the one stepping: the step applies it."""
+        if name not in self.scene.objects:
+            raise HttpError("UNKNOWN_OBJECT", f"worker {self.worker_id}: no object {name!r} in "
+                            f"this episode; its objects: {', '.join(sorted(self.scene.objects))}",
+                            http_status=404, where=f"worker {self.worker_id}",
+                            fix="name one of the episode's objects")
+        self._to_hide.append((name, hidden))
 
     def end_episode(self) -> dict[str, Any] | None:
         """End the running episode now, judged on the state it is in (the harness's task has

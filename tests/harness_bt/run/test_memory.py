@@ -185,26 +185,39 @@ def test_a_remembered_object_is_as_old_as_it_really_is_and_check_finds_it_stale(
     assert outcome["data"]["outcome"]["reason"] == "STALE"
 
 
-def test_observe_takes_a_remembered_object_only_after_a_fresh_observation() -> None:
+def looking_for_a_remembered_box(*, observe: bool) -> tuple[TaskRunner, FakeClock]:
+    """An observe leaf for a box a resumed run remembers and no camera shows; the runtime
+    sends observations (of a scene without the box) when ``observe``."""
     clock = FakeClock()
     world = WorldModel()
     world.update([ObjectUpdate("box", Pose((0.5, 0.0, 0.1)))], now=0.0)
     data = memory.remember(world, now=0.0, wall=clock.wall())
     later = WorldModel()
     memory.recall(later, data, now=clock.monotonic(), wall=clock.wall(), where="here")
-    rt = FakeRuntime(clock, observe=False)
     runner = TaskRunner(one_phase(lambda: Observe("look", ["box"], record="plan", timeout_s=1.0)),
-                        bridge=rt, clock=clock, skills=example_skills(),
-                        parts=RunParts(world=later))
-    runner.tick()
-    assert runner.status_map() == {"work": {"look": "RUNNING"}}  # no observation yet
-    rt.observe = True  # the camera sees the scene, which does not show the box
-    clock.advance(0.05)
-    runner.tick()
+                        bridge=FakeRuntime(clock, observe=observe), clock=clock,
+                        skills=example_skills(), parts=RunParts(world=later))
+    for _ in range(20):  # 0.95 s: still looking for a sighting
+        runner.tick()
+        clock.advance(0.05)
+    assert runner.status_map() == {"work": {"look": "RUNNING"}}
+    runner.tick()  # 1.0 s: the timeout
+    return runner, clock
+
+
+def test_observe_falls_back_on_a_remembered_object_at_its_timeout() -> None:
+    runner, _ = looking_for_a_remembered_box(observe=True)
     assert [e["data"]["event"] for e in runner.trace.of_kind("outcome")] == ["succeeded.work"]
     plan = runner.blackboard["plan"]
     assert isinstance(plan, WorldSnapshot) and plan.premises() == {"box": 1}
     assert plan.to_dict()["objects"]["box"]["remembered"] is True
+
+
+def test_observe_does_not_trust_memory_without_an_observation_since_it_started() -> None:
+    runner, _ = looking_for_a_remembered_box(observe=False)
+    (outcome,) = [e["data"]["outcome"] for e in runner.trace.of_kind("outcome")]
+    assert (outcome["kind"], outcome["reason"]) == ("failed", "NOT_OBSERVED")
+    assert outcome["details"]["missing"] == {"box": "no observation yet"}
 
 
 def test_a_plan_and_a_derived_pose_survive_a_checkpoint() -> None:
