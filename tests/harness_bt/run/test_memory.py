@@ -387,3 +387,28 @@ def test_an_unreadable_world_memory_is_refused_and_forget_world_resumes_without_
     assert durable.checkpoint is not None and durable.checkpoint.world is not None
     assert durable.checkpoint.world["objects"] == []
     durable.close()
+
+
+def test_a_derived_pose_on_the_blackboard_is_back_after_a_resume(tmp_path: Path) -> None:
+    clock = FakeClock()
+    rt = example_runtime(clock, grasps=[Script(duration_s=0.5, effect=grasp_effect)])
+    path = tmp_path / "run.db"
+    runner, ledger, record = runner_on(path, clock, rt)
+    goal = DerivedPose((0.5, 0.4, 0.1, 1.0, 0.0, 0.0, 0.0), {},
+                       {"object": "tray", "at": "sighting"})
+    runner.tick()
+    runner.blackboard.set("goal", goal, writer="test")  # as a derive_pose leaf writes it
+    while "pick" not in runner.configuration:  # a transition: a checkpoint keeps it
+        clock.advance(0.05)
+        runner.tick()
+    runner.close()
+    ledger.close()
+    record.close()  # killed
+
+    runner, ledger, record = resumed(path, clock, rt)
+    assert runner.resumed_from is not None and "goal" not in runner.resumed_from.dropped
+    runner.tick()
+    assert runner.blackboard["goal"] == goal
+    runner.close()
+    ledger.close()
+    record.close()
