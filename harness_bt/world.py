@@ -97,11 +97,13 @@ class Pose:
 @dataclass(frozen=True, slots=True)
 class Provenance:
     """Where a belief came from: the camera, the simulator / robot timestep, the harness's
-    monotonic arrival time."""
+    monotonic arrival time. ``remembered``: restored from a run's checkpoint by ``harness
+    resume`` and not seen since (the first sighting replaces it)."""
 
     camera: str
     timestep: int
     observed_at: float
+    remembered: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +152,7 @@ class WorldObject:
             "camera": self.provenance.camera,
             "timestep": self.provenance.timestep,
             "observed_at": self.provenance.observed_at,
+            "remembered": self.provenance.remembered,
             "version": self.version,
             "relations": {str(k): v for k, v in self.relations.items()},
         }
@@ -278,6 +281,10 @@ class WorldModel:
         obj = self._objects.get(object_id)
         return None if obj is None else obj.relations.get(Relation(str(relation)))
 
+    def anchor(self, object_id: str) -> Pose | None:
+        """The pose at the object's current version (drift is measured from it)."""
+        return self._anchor.get(object_id)
+
     def view(self, now: float) -> WorldView:
         return WorldView(self, now, self.latest_observation)
 
@@ -311,6 +318,15 @@ class WorldModel:
         return None if not stale else "premises changed since planning: " + "; ".join(stale)
 
     # ---------------------------------------------------------------- writing
+
+    def recall(self, objects: Iterable[WorldObject], anchors: Mapping[str, Pose],
+               version: int) -> None:
+        """Put back objects remembered from a checkpoint (``harness resume``), with their own
+        versions and anchors; the world version becomes at least ``version``."""
+        for obj in objects:
+            self._objects[obj.object_id] = obj
+            self._anchor[obj.object_id] = anchors.get(obj.object_id, obj.pose)
+        self.version = max(self.version, version)
 
     def observe(self, observation: Observation, updates: Sequence[ObjectUpdate], *,
                 now: float) -> WorldChange:

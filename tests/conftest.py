@@ -103,9 +103,10 @@ class Processes:
 
     def start(self, *argv: str, env: dict[str, str] | None = None,
               stdout: int | None = subprocess.PIPE,
-              stderr: int | None = subprocess.DEVNULL) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(list(argv), stdout=stdout, stderr=stderr, text=True,
-                                env={**ENV, **(env or {})}, cwd=ROOT)
+              stderr: int | None = subprocess.DEVNULL,
+              stdin: int | None = None) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(list(argv), stdout=stdout, stderr=stderr, stdin=stdin,
+                                text=True, env={**ENV, **(env or {})}, cwd=ROOT)
         self.started.append(proc)
         return proc
 

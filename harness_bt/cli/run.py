@@ -19,7 +19,7 @@ import functools
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,10 +44,11 @@ from harness_bt.cli.foxglove import FOXGLOVE_HELP, FOXGLOVE_WAIT_HELP, live_foxg
 from harness_bt.cli.summary import render_summary, why_text
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
+from harness_bt.run.checkpoint import NO_MEMORY
 from harness_bt.run.episodes import RunReport, RunWatch, run_episodes
-from harness_bt.run.journal import RunJournal
 from harness_bt.run.loop import RunPhase
 from harness_bt.run.resume import DurableRun, open_durable, start_durable
+from harness_bt.run.run_record import RunRecord
 from harness_bt.run.runner import TaskRunner
 from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions, runtime_registry
 from harness_bt.runtime.settings import RuntimeSettings
@@ -291,7 +292,7 @@ def _run_file(task_file: Path, params: dict[str, Any], *, request: RunRequest,
             fix="start one (harness runtime serve --backend sim --bind tcp://127.0.0.1:5555) "
                 "and pass --runtime tcp://127.0.0.1:5555")
     if journal is not None:
-        RunJournal.check_new(journal)  # before connecting: connecting takes a control epoch
+        RunRecord.check_new(journal)  # before connecting: connecting takes a control epoch
     if runtime and bridge == "inproc":  # the URL's scheme names the bridge (tcp:// is zmq)
         scheme = runtime.partition("://")[0] if "://" in runtime else ""
         bridge = scheme if scheme in ("ros2", "zenoh") else "zmq"
@@ -371,16 +372,19 @@ def resume(
     console: str = typer.Option(None, "--console", help=CONSOLE_HELP),
     console_exit: bool = typer.Option(False, "--console-exit", help=CONSOLE_EXIT_HELP),
     console_paused: bool = typer.Option(False, "--console-paused", help=CONSOLE_PAUSED_HELP),
+    forget_world: bool = typer.Option(False, "--forget-world", help="Resume without the "
+                                      "world memory of the checkpoint (objects, poses, "
+                                      "versions, plans): everything is observed again."),
 ) -> None:
     """Finish a journaled run after the harness died; no completed command runs again.
 
-    Rebuild its state, take a new control epoch, reconcile every command left in flight with
-    the runtime, and go on from the active phase."""
-    durable = open_durable(journal)
+    Rebuild its state and its world memory, take a new control epoch, reconcile every command
+    left in flight with the runtime, and go on from the active phase."""
+    durable = open_durable(journal, forget=forget_world)
     try:
         header = durable.header
         task = load_task(Path(header.task_file), params=header.params)
-        min_epoch = max(durable.ledger.epoch, int(durable.journal.progress().get("epoch", 0)))
+        min_epoch = max(durable.ledger.epoch, int(durable.record.progress().get("epoch", 0)))
         url = runtime or header.runtime_url
         extra: dict[str, object] = {"min_epoch": min_epoch}
         if runtime_telemetry is not None:
@@ -400,16 +404,27 @@ def resume(
         if not as_json:
             Console(stderr=True).print(
                 f"resuming run {header.run_id} of {task.name} from {journal}: "
-                + (f"checkpoint {cp.seq} ({' > '.join(cp.configuration)}), "
+                + (f"checkpoint {cp.seq} ({' > '.join(cp.configuration)}, "
+                   f"{_remembered(cp.world)}), "
                    if cp is not None else "no checkpoint yet (from the start), ")
                 + f"{len(durable.ledger.restarted)} command(s) left open, against {url}",
                 highlight=False)
+        if cp is not None and cp.world is None:  # said even with --json: stderr
+            Console(stderr=True).print(f"warning: {NO_MEMORY}", highlight=False)
         with live_console(console, task, as_json=as_json, paused=console_paused) as live:
             report = _run(task, options, as_json, lambda _: durable, watch=live)
             durable.close()
             _report(report, as_json, live, console_exit)
     finally:
         durable.close()
+
+
+def _remembered(world: Mapping[str, Any] | None) -> str:
+    if world is None:
+        return "no world memory"
+    if world.get("forgotten"):
+        return "world memory left out"
+    return f"{len(world.get('objects') or ())} object(s) remembered"
 
 
 def _run(task: Task, options: RunOptions, as_json: bool,

@@ -121,6 +121,8 @@ class ResumeEvent(Event):
     configuration: tuple[str, ...] = field_of(texts, default=())
     dropped: tuple[Any, ...] = field_of(values, default=())
     restarted: tuple[Any, ...] = field_of(values, default=())
+    #: what the world memory restored (``restored``, ``version``, ``objects``: id -> version)
+    world: dict[str, Any] = field_of(mapping, default={})
 
 
 @_record

@@ -56,8 +56,15 @@ class Observe(HarnessNode):
     ``objects`` with at least ``min_confidence``; then record a :class:`WorldSnapshot` of them
     on the blackboard under ``record`` (the plan the next commands rely on).
 
+    An object a resumed run remembers (restored from its checkpoint, not seen since:
+    ``provenance.remembered``) is looked for like any other; when ``timeout_s`` passes without
+    a sighting, observations having arrived meanwhile that did not show it (an object in view
+    would have been seen, at its old version or at a new one), it is occluded or out of view
+    and the memory stands: it counts as found, and the snapshot says it came from memory.
+
     - **RUNNING**: not every object has been seen confidently since the leaf started.
-    - **SUCCESS**: all were seen (with no objects: one new observation arrived).
+    - **SUCCESS**: all were seen (with no objects: one new observation arrived); or, at
+      ``timeout_s``, the ones not seen are remembered from before a resume.
     - **FAILURE**: ``timeout_s`` passed first (outcome ``failed``, reason ``NOT_OBSERVED``,
       naming the objects missing and why).
     """
@@ -98,6 +105,7 @@ class Observe(HarnessNode):
         seen_at = world.latest_observation_at
         min_conf = world.min_confidence if self.min_confidence is None else self.min_confidence
         missing: dict[str, str] = {}
+        remembered: set[str] = set()
         if seen_at is None or seen_at < self._since:
             missing = {oid: "no observation yet" for oid in self.objects} or {"*": "none yet"}
         else:
@@ -105,16 +113,20 @@ class Observe(HarnessNode):
                 obj = world.get(oid)
                 if obj is None:
                     missing[oid] = "never seen"
-                elif obj.provenance.observed_at < self._since:
-                    missing[oid] = f"not seen since {self._since:.3f}"
                 elif obj.confidence < min_conf:
                     missing[oid] = f"confidence {obj.confidence:.2f} < {min_conf:.2f}"
-        if not missing:
+                elif obj.provenance.observed_at < self._since or obj.provenance.remembered:
+                    missing[oid] = f"not seen since {self._since:.3f}"
+                    if obj.provenance.remembered:
+                        remembered.add(oid)
+                        missing[oid] += " (remembered from before the resume)"
+        timed_out = ctx.now - self._since >= self.timeout_s
+        if not missing or (timed_out and set(missing) <= remembered):
             if self.record_key is not None:
                 ctx.blackboard.set(self.record_key, world.snapshot(self.objects, now=ctx.now),
                                    writer=self.path)
             return Status.SUCCESS
-        if ctx.now - self._since >= self.timeout_s:
+        if timed_out:
             return self.fail(OutcomeKind.FAILED, "NOT_OBSERVED", missing=missing)
         self.feedback_message = f"waiting: {missing}"
         return Status.RUNNING

@@ -411,7 +411,7 @@ def run_episodes(
                                         seed=options.seed + index),
                 parts=RunParts(perception=perceive, evaluators=evaluators,
                                ledger=None if durable is None else durable.ledger,
-                               journal=None if durable is None else durable.journal,
+                               run_record=None if durable is None else durable.record,
                                resume=None if durable is None else durable.checkpoint))
             timed.attach(runner)
             epoch = getattr(runtime, "epoch", None)  # a runtime that took a control epoch

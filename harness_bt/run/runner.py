@@ -45,10 +45,10 @@ from harness_bt.run import checkpoint, loop
 from harness_bt.run.bound_trees import RunTrees
 from harness_bt.run.checkpoint import Checkpointer, RunProgress
 from harness_bt.run.faults import trace_fault
-from harness_bt.run.journal import RunCheckpoint
 from harness_bt.run.loop import ChartListener, RunPhase, tick_until_finished
 from harness_bt.run.reconcile import Reconciler
 from harness_bt.run.result import TaskResult, result_of
+from harness_bt.run.run_record import RunCheckpoint
 from harness_bt.run.settings import RunnerSettings, RunParts
 from harness_bt.runtime.bridge import RuntimeBridge
 from harness_bt.skill import SkillRegistry
@@ -146,7 +146,7 @@ class TaskRunner:
         resume = parts.resume
         self.resumed_from = resume
         self._hooks = ChartListener(self._enter, self._exit, self._transitioned)
-        self.checkpoints = Checkpointer(parts.journal,
+        self.checkpoints = Checkpointer(parts.run_record,
                                         progress_interval_s=settings.progress_interval_s)
         if resume is not None:
             unknown = sorted(set(resume.configuration) - set(self._state_order))

@@ -1,7 +1,7 @@
 """What a :class:`~harness_bt.run.runner.TaskRunner` is given besides its task, its runtime and
 its clock: :class:`RunnerSettings` (values: ids, the tick period, intervals, the budget) and
 :class:`RunParts` (the collaborators a caller may inject instead of the defaults: ledger,
-registries, perception, world model, breakers, and the journal and checkpoint of a durable
+registries, perception, world model, breakers, and the run record and checkpoint of a durable
 run). Both are frozen and built once by the caller (``harness run``, the episodes, a test)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from harness_bt.evaluation import EvaluatorRegistry
     from harness_bt.ledger import Ledger
     from harness_bt.nodes.registry import NodeRegistry
-    from harness_bt.run.journal import RunCheckpoint, RunJournal
+    from harness_bt.run.run_record import RunCheckpoint, RunRecord
     from harness_bt.world import Perception, WorldModel
 
 __all__ = ["RunParts", "RunnerSettings"]
@@ -55,7 +55,7 @@ class RunnerSettings:
 @dataclass(frozen=True, slots=True)
 class RunParts:
     """The collaborators of one run a caller may give instead of the defaults (None: a fresh
-    one). ``journal`` / ``resume``: the run journal of a durable run and the checkpoint it
+    one). ``run_record`` / ``resume``: the run record of a durable run and the checkpoint it
     resumes from."""
 
     ledger: Ledger | None = None
@@ -64,5 +64,5 @@ class RunParts:
     perception: Perception | None = None
     world: WorldModel | None = None
     breakers: BreakerBoard | None = None
-    journal: RunJournal | None = None
+    run_record: RunRecord | None = None
     resume: RunCheckpoint | None = None

@@ -93,8 +93,9 @@ class EpisodeStart:
 class EpisodeEnd:
     """How the simulator saw an episode end.
 
-    ``ended_by``: ``success`` / ``timeout`` (the simulator ended it), ``not_ended`` (it had not
-    ended after the hold limit; the next episode skips it), ``error``. ``sim_success``: the
+    ``ended_by``: ``success`` / ``timeout`` (the simulator ended it), ``task_ended`` (the
+    simulator ended it when asked after the task ended, judging it failed), ``not_ended`` (it
+    had not ended after the hold limit; the next episode skips it), ``error``. ``sim_success``: the
     simulator's verdict (True / False), None when it cannot be told. ``steps``: simulator steps
     in the episode. ``metric``: the simulator's final metric, when this was its last episode.
     """

@@ -46,6 +46,23 @@ class ControlStep(HostCore):
                 self._merger.reset(obs)
             return obs
 
+    def end_episode(self) -> Observation | None:
+        """End the backend's episode now, when it can (a backend with ``end_episode()``, e.g.
+        the built-in simulator once a task has ended): the next episode's first observation,
+        as a step answering with it would give (the active commands end, ``EPISODE_ENDED``);
+        None when the backend cannot end it (yet)."""
+        end = getattr(self.backend, "end_episode", None)
+        if not callable(end):
+            return None
+        with self._step_lock:
+            obs = end()
+            if obs is None:
+                return None
+            with self._lock:
+                self._observation = obs
+                self._episode_ended(obs)
+            return obs
+
     def step(self, *, plan_on: PlanOn | None = None) -> StepResult:
         """One control step: protect, step executors, merge, journal, step the backend.
 

@@ -22,7 +22,12 @@ plus the episode protocol of :mod:`harness_bt.runtime.episodes`:
   :meth:`start_episode`, ``episode_over`` turns True and an ``episode_ended`` notice goes out;
 - ``finish_episode`` holds the robot still until the simulator ends the episode, and infers
   the simulator's verdict: GenManip ends an episode early only on success, so an episode that
-  ended before ``num_steps`` succeeded (checked against the final metric when it arrives);
+  ended before ``num_steps`` succeeded (checked against the final metric when it arrives). A
+  simulator that can end an episode itself (the built-in one: ``end_episode``) is asked to
+  after :data:`SETTLE_STEPS` steps of holding, and every step after: it ends the episode at
+  once, judged failed (``task_ended``), unless its success condition holds, in which case the
+  hold goes on until the condition has held long enough (success) or stops holding. So an
+  episode ends promptly when its task ends, instead of running to ``num_steps``;
 - the GenManip client's notices (rollover, final metric, unknown and settled steps) pass
   through ``poll``;
 - the faults the simulator injected (a backend's ``faults()``: the built-in simulator, a
@@ -54,10 +59,13 @@ from harness_bt.runtime.observation import Observation
 from runtime_bridge.host import ExecutorHost, HostConfig
 from runtime_bridge.inproc.frames import DEFAULT_MONITOR_HZ, BatchClock, FramePolicy
 
-__all__ = ["MAX_STEP_FAILURES", "InProcRuntime"]
+__all__ = ["MAX_STEP_FAILURES", "SETTLE_STEPS", "InProcRuntime"]
 
 #: Holding an episode to its end gives up after this many failed steps in a row.
 MAX_STEP_FAILURES = 30
+#: Steps held after the task ends before the simulator may end the episode itself (what was
+#: let go settles first).
+SETTLE_STEPS = 10
 
 
 @dataclass
@@ -209,6 +217,8 @@ class InProcRuntime:
             self.frames.holding = True  # nobody reads the steps that hold an episode
         try:
             while not ep.over and (max_hold_steps is None or ep.held < max_hold_steps):
+                if ep.held >= SETTLE_STEPS and self._end_now(ep):
+                    break
                 ep.held += 1
                 self._advance()
                 if self._failures >= MAX_STEP_FAILURES:
@@ -302,6 +312,23 @@ class InProcRuntime:
         ep.last_timestep = obs.timestep
         return obs
 
+    def _end_now(self, ep: _Episode) -> bool:
+        """Ask the simulator to end the episode now (see the module docstring); whether it
+        did."""
+        try:
+            obs = self.host.end_episode()
+        except BridgeError:
+            if not getattr(self.backend, "done", False):
+                raise
+            self._end(ep, "task_ended", final=True)  # it was the last one
+            self._finish_all()
+            return True
+        if obs is None:
+            return False
+        self._next_first = obs
+        self._end(ep, "task_ended")
+        return True
+
     def _end(self, ep: _Episode, ended_by: str, *, final: bool = False) -> None:
         ep.over = True
         ep.final = final
@@ -319,7 +346,7 @@ class InProcRuntime:
     def _verdict(self, ep: _Episode) -> bool | None:
         if ep.ended_by == "success":
             return True
-        if ep.ended_by == "timeout":
+        if ep.ended_by in ("timeout", "task_ended"):
             return False
         return None
 

@@ -55,6 +55,16 @@ class SimBackend:
             raise self._finished()
         return self._read(self.env.step(action), "/step")
 
+    def end_episode(self) -> Observation | None:
+        """End the episode now when the simulator judges it failed (:meth:`SimEnv.end_episode
+        <runtime_bridge.sim.env.SimEnv.end_episode>`): the next episode's first observation;
+        None while its success condition holds. After the last episode, raises
+        ``EPISODES_DONE`` as :meth:`step` does."""
+        if self.done:
+            raise self._finished()
+        entry = self.env.end_episode()
+        return None if entry is None else self._read(entry, "end_episode")
+
     @property
     def frames(self) -> FrameDemand | None:
         """Frame requests for the next step, when the simulator renders on demand."""

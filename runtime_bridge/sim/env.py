@@ -72,6 +72,7 @@ class SimEnv:
         self.done = False
         self._started = False
         self.last_ik_ok = True
+        self._to_hide: list[tuple[str, bool]] = []
 
     # -- GenManip worker interface ---------------------------------------------------------
     def reset(self) -> dict[str, Any]:
@@ -96,6 +97,8 @@ class SimEnv:
         assert self.faults is not None and self.task is not None and self.episode is not None
         self.faults.before_physics(self.scene, self.timestep)
         self.scene.step()
+        while self._to_hide:
+            self.scene.hide(*self._to_hide.pop(0))
         self._moves += 1
         self.timestep += 1
         success = self.task.success(self.scene, self.progress)
@@ -105,6 +108,29 @@ class SimEnv:
             return self._with_faults(self._start_next(), fired)
         entry = {"obs": self._observe(reset=False), "metric": None}
         return self._with_faults(entry, self._new_faults())
+
+    def hide(self, name: str, hidden: bool = True) -> None:
+        """For tests and demonstrations: from the next step on, no camera sees object ``name``
+        of the running episode (``hidden``; False: they see it again). It stays where it is
+        (:meth:`SimWorld.hide <runtime_bridge.sim.scene.SimWorld.hide>`). Safe to call from
+        another thread than the one stepping: the step applies it."""
+        if name not in self.scene.objects:
+            raise HttpError("UNKNOWN_OBJECT", f"worker {self.worker_id}: no object {name!r} in "
+                            f"this episode; its objects: {', '.join(sorted(self.scene.objects))}",
+                            http_status=404, where=f"worker {self.worker_id}",
+                            fix="name one of the episode's objects")
+        self._to_hide.append((name, hidden))
+
+    def end_episode(self) -> dict[str, Any] | None:
+        """End the running episode now, judged on the state it is in (the harness's task has
+        ended and nothing will move it): None while the scene's success condition holds (its
+        hold may still complete: keep stepping) or when no episode runs; else the episode is
+        recorded as failed (``ended``: ``task_ended``) and the answer is what a ``/step``
+        ending it gives: the next episode's first observation, or the final metric."""
+        if not self._started or self.done or self.task is None or self.progress.streak > 0:
+            return None
+        self._record(self.task.success(self.scene, self.progress), ended="task_ended")
+        return self._start_next()
 
     def render_now(self, cameras: set[str] | None = None) -> dict[str, Any]:
         """The latest observation again, with frames of ``cameras`` (None: every camera)
@@ -199,14 +225,14 @@ class SimEnv:
     def _final(self) -> dict[str, Any]:
         return {"obs": None, "metric": self.book.final_metric()}
 
-    def _record(self, success: float | None) -> None:
+    def _record(self, success: float | None, *, ended: str = "timeout") -> None:
         assert self.episode is not None and self.task is not None and self.faults is not None
         self.book.record({
             "index": self.episode.index, "task": self.episode.task, "scene": self.task.name,
             "seed": self.episode.seed, "worker_id": self.worker_id,
             "success": None if success is None else float(success), "steps": self.timestep,
             "ended": "not_judged" if success is None else
-                     "success" if success >= 1.0 else "timeout",
+                     "success" if success >= 1.0 else ended,
             "evidence": dict(self.progress.info),
             "faults": list(self.faults.fired), "ik_failures": self.scene.arm.ik_failures,
             "final_ground_truth": self.ground_truth()["objects"],

@@ -294,6 +294,15 @@ class SimWorld:
         self.client.resetBasePositionAndOrientation(self.objects[name], [x, y, pos[2]], orn)
         self.client.resetBaseVelocity(self.objects[name], [0, 0, 0], [0, 0, 0])
 
+    def hide(self, name: str, hidden: bool = True) -> None:
+        """Make an object invisible to every camera (``hidden``) or visible again: it stays
+        where it is and acts as before (the software renderer skips a visual whose alpha is
+        0), as if something stood between it and each camera. A new layout shows it again."""
+        body = self.objects[name]
+        for shape in self.client.getVisualShapeData(body):
+            self.client.changeVisualShape(body, shape[1],
+                                          rgbaColor=[*shape[7][:3], 0.0 if hidden else 1.0])
+
     def set_slippery(self, name: str, slippery: bool) -> None:
         """A grasp slip: the fingers go limp and the object loses its friction (or both are
         restored)."""

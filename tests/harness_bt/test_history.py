@@ -19,7 +19,7 @@ from harness_bt.authoring.loader import export_btcpp
 from harness_bt.errors import DefinitionError
 from harness_bt.ledger import CommandState
 from harness_bt.run.checkpoint import chart_in
-from harness_bt.run.journal import RunCheckpoint, RunHeader, RunJournal
+from harness_bt.run.run_record import RunCheckpoint, RunHeader, RunRecord
 from harness_bt.run.settings import RunParts
 from harness_bt.testing import FakeRuntime, Script
 from harness_bt.testing.example import example_runtime, example_skills
@@ -183,7 +183,7 @@ def test_a_run_killed_outside_the_compound_resumes_into_the_remembered_phase(
     header = RunHeader(task_file=str(task_file), task_digest="0" * 64, task_name="resumable",
                        run_id="r1", bridge="fake")
 
-    def runner_on(journal: RunJournal, resume: bool) -> tuple[TaskRunner, Ledger]:
+    def runner_on(journal: RunRecord, resume: bool) -> tuple[TaskRunner, Ledger]:
         ledger = Ledger.open(path, wall_clock=clock.wall, now=clock.monotonic())
         return TaskRunner(
             load_task(task_file, skills=example_skills()),
@@ -191,11 +191,11 @@ def test_a_run_killed_outside_the_compound_resumes_into_the_remembered_phase(
             clock=clock,
             skills=example_skills(),
             run_id="r1",
-            parts=RunParts(ledger=ledger, journal=journal,
+            parts=RunParts(ledger=ledger, run_record=journal,
                            resume=journal.latest() if resume else None),
         ), ledger
 
-    journal = RunJournal.create(path, header)
+    journal = RunRecord.create(path, header)
     first, ledger = runner_on(journal, resume=False)
     home = "r1/recover.1/home/home.act#1"
     while not (home in ledger and ledger.get(home).state is CommandState.RUNNING):
@@ -206,7 +206,7 @@ def test_a_run_killed_outside_the_compound_resumes_into_the_remembered_phase(
     ledger.close()
     journal.close()
 
-    journal = RunJournal.open(path)
+    journal = RunRecord.open(path)
     cp = journal.latest()
     assert cp is not None and dict(cp.history) == {"work_h": ["step2"]}
     again, ledger = runner_on(journal, resume=True)

@@ -16,6 +16,7 @@ from harness_bt.ledger import CommandEvent, EventKind
 from harness_bt.runtime.observation import CameraFrame, EePose, Observation
 from runtime_bridge.inproc import InProcRuntime
 from runtime_bridge.inproc.frames import FramePolicy
+from runtime_bridge.inproc.runtime import SETTLE_STEPS
 from runtime_bridge.sim import SimBackend, SimConfig, parse_camera_spec
 from skills.executors import executor_registry
 from tests.runtime_bridge.inproc.test_runtime import command
@@ -143,8 +144,8 @@ def test_the_runtime_renders_for_the_harness_and_not_while_it_holds_the_episode(
         idle = [sorted(o.cameras) for _ in range(2) for o in runtime.poll().observations]
         assert idle == [["top"], ["front"]]  # nothing runs: the harness is looking
         end = runtime.finish_episode()
-        assert end.ended_by == "timeout" and end.hold_steps == 28
-        assert runtime.frames is not None and runtime.frames.counts["none"] == 27
+        assert end.ended_by == "task_ended" and end.hold_steps == SETTLE_STEPS
+        assert runtime.frames is not None and runtime.frames.counts["none"] == SETTLE_STEPS
         assert backend.env.frames.rendered == 4
     finally:
         runtime.close()

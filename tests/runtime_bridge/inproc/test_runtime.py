@@ -15,8 +15,10 @@ from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import Command
 from harness_bt.runtime.bridge import PollResult
 from harness_bt.runtime.episodes import EpisodeRuntime, RunOptions
+from harness_bt.runtime.settings import RuntimeSettings
 from runtime_bridge.genmanip import GenManipBackend, ServerThread
 from runtime_bridge.inproc import InProcRuntime, open_runtime
+from runtime_bridge.inproc.runtime import SETTLE_STEPS
 from runtime_bridge.sim import SimBackend, SimConfig, create_sim_app
 from skills.executors import executor_registry
 
@@ -100,8 +102,9 @@ def test_after_the_last_episode_the_final_metric_arrives(runtime: InProcRuntime)
     for _ in (0, 1):
         assert runtime.start_episode() is not None
         runtime.poll()
-        end = runtime.finish_episode()
-        assert end.ended_by == "timeout"
+        end = runtime.finish_episode()  # nothing holds the success condition: ended at once
+        assert (end.ended_by, end.sim_success, end.hold_steps) == (
+            "task_ended", False, SETTLE_STEPS)
     assert end.metric == {"pick_cube": 0.0}
     assert runtime.final_metric() == {"pick_cube": 0.0}
     assert runtime.start_episode() is None
@@ -138,6 +141,71 @@ def test_a_real_pick_ends_the_episode_early_which_is_the_simulators_success() ->
         assert rt.backend.env.results()["episodes"][0]["success"] == 1.0  # type: ignore[attr-defined]
     finally:
         rt.close()
+
+
+def test_while_the_success_condition_holds_the_episode_is_held_until_it_succeeds() -> None:
+    rt = sim_runtime(num_steps=400, success_hold_steps=60)
+    try:
+        rt.start_episode()
+        rt.poll()
+        truth = rt.backend.env.ground_truth()["objects"]["red_cube"]  # type: ignore[attr-defined]
+        pose = truth["position"] + truth["quaternion_wxyz"]
+        for cid, skill, params in (("a", "approach", {}), ("g", "grasp", {}),
+                                   ("l", "lift", {"height_m": 0.1})):
+            rt.dispatch(Command(command_id=cid, skill=skill,
+                                params={"object_id": "red_cube", "object_pose": pose, **params},
+                                start_within_ms=1000, execution_timeout_ms=30_000))
+            while "control_done" not in kinds(rt.poll()):
+                assert not rt.episode_over
+        streak = rt.backend.env.progress.streak  # type: ignore[attr-defined]
+        assert 0 < streak < 60 - SETTLE_STEPS  # the task ended with the cube held up
+        end = rt.finish_episode()
+        assert (end.ended_by, end.sim_success) == ("success", True)
+        assert end.hold_steps == 60 - streak  # held until the condition had held long enough
+    finally:
+        rt.close()
+
+
+def test_a_task_that_aborts_early_ends_its_episode_near_its_end_not_at_num_steps(
+        tmp_path: Path) -> None:
+    from harness_bt.authoring import load_task
+    from harness_bt.authoring.scenes import with_scene
+    from harness_bt.run.episodes import run_episodes
+
+    task_file = tmp_path / "give_up.yaml"
+    task_file.write_text(GIVE_UP)
+    task = load_task(task_file)
+    report = run_episodes(task, with_scene(RunOptions(
+        task=task.name, scene=task.scene, episodes=2, seed=0,
+        runtime_settings=RuntimeSettings.from_mapping({"num_steps": 600}))))
+    for episode in report.episodes:
+        assert (episode.outcome, episode.reason) == ("aborted", "aborted_gave_up")
+        assert (episode.sim_ended_by, episode.sim_success) == ("task_ended", False)
+        task_steps = round(episode.sim_time_s * 30)  # the task's own time, in steps
+        assert task_steps == 91  # 3 s of waiting, then the tick that ends it
+        # the episode ends SETTLE_STEPS after the task, not at num_steps (600)
+        assert episode.sim_steps == task_steps + SETTLE_STEPS + 1
+        assert episode.details["sim"]["hold_steps"] == SETTLE_STEPS
+    assert report.final_metric == {"pick_and_place": 0.0}
+
+
+GIVE_UP = """\
+name: give_up
+version: "1"
+description: wait 3 s for a flag nobody sets, then give up
+scene: pick_and_place
+blackboard: {flag: false}
+initial: wait
+phases:
+  - id: wait
+    description: a condition that never holds
+    tree: {type: wait_for, name: never, when: "bb.flag", timeout_s: 3.0}
+    transitions:
+      - {event: succeeded, target: done}
+      - {event: failed, target: aborted_gave_up}
+  - {id: done, kind: final, reason: done}
+  - {id: aborted_gave_up, kind: final}
+"""
 
 
 def test_a_genmanip_server_over_http_is_driven_the_same_way() -> None:

@@ -1,4 +1,4 @@
-"""The run journal: what ``harness resume`` needs besides the ledger, in the same SQLite file.
+"""The run record: what ``harness resume`` needs besides the ledger, in the same SQLite file.
 
 ``harness run TASK --runtime URL --journal run.db`` writes three things to ``run.db``:
 
@@ -9,8 +9,9 @@
 - **checkpoints** of the run's progress, one after the start and one after every tick in which
   the chart changed configuration: the active configuration and the history states, each atomic
   phase's activation number (part of its command ids), the blackboard, the task budget's
-  retries used, the counters, the phases visited, the control epoch; plus the time used so far
-  (rewritten about once a second).
+  retries used, the counters, the phases visited, the control epoch, the world memory; plus
+  the time used so far and the world memory as it is now (rewritten about once a second, and
+  as soon as an object appears or goes: the newest checkpoint takes it on resume).
 
 Resume granularity is the phase: a resumed run restores the last checkpoint and re-enters the
 active phase(s) with their trees reset and their activation numbers as they were, so every leaf
@@ -19,8 +20,11 @@ stands: SUCCEEDED and FAILED ones replay their result, UNKNOWN ones are reconcil
 runtime). See :mod:`harness_bt.run.resume`.
 
 Blackboard values are journaled when they are plain JSON data (str, numbers, bools, None,
-lists, dicts with str keys); any other value (a world snapshot) is left out and listed in the
-checkpoint's ``dropped`` keys: the phase that needs it re-observes.
+lists, dicts with str keys); values made from the world model (a plan's world snapshot, a
+derived pose) go with the world model itself into the checkpoint's world memory
+(:mod:`harness_bt.run.memory`: objects, poses, versions, when each was seen); any other value
+is left out and listed in the checkpoint's ``dropped`` keys. A checkpoint written before world
+memory existed has none (``world`` None): the resumed run says so and observes again.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import os
 import socket
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +47,7 @@ __all__ = [
     "FORMAT_VERSION",
     "RunCheckpoint",
     "RunHeader",
-    "RunJournal",
+    "RunRecord",
     "file_digest",
     "journalable",
 ]
@@ -105,7 +109,7 @@ class RunHeader:
 @dataclass(frozen=True)
 class RunCheckpoint:
     """The run's progress at a chart configuration (see the module docstring). ``seq`` is
-    assigned by the journal."""
+    assigned by the run record."""
 
     configuration: tuple[str, ...]
     activations: Mapping[str, int]
@@ -122,6 +126,11 @@ class RunCheckpoint:
     handed_over: Mapping[str, str] = field(default_factory=dict)
     dropped: tuple[str, ...] = ()
     reason: str = "transition"
+    #: the world model (:func:`harness_bt.run.memory.remember`); None in a checkpoint written
+    #: before world memory existed
+    world: Mapping[str, Any] | None = None
+    #: blackboard values made from the world (key -> :func:`~harness_bt.run.memory.encode_value`)
+    world_values: Mapping[str, Any] = field(default_factory=dict)
     seq: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,11 +150,13 @@ class RunCheckpoint:
             ticks=int(data["ticks"]), history={k: list(v) for k, v in data["history"].items()},
             durations={k: float(v) for k, v in data["durations"].items()},
             handed_over=dict(data["handed_over"]), dropped=tuple(data["dropped"]),
-            reason=str(data["reason"]), seq=seq)
+            reason=str(data["reason"]),
+            world=None if data.get("world") is None else dict(data["world"]),
+            world_values=dict(data.get("world_values") or {}), seq=seq)
 
 
-class RunJournal:
-    """The run's header, checkpoints and status in a SQLite file (WAL). Build with
+class RunRecord:
+    """The run's record: its header, checkpoints and status in a SQLite file (WAL). Build with
     :meth:`create` (a new run) or :meth:`open` (resume); errors name the file and the fix."""
 
     def __init__(self, path: str, db: sqlite3.Connection, header: RunHeader) -> None:
@@ -166,8 +177,8 @@ class RunJournal:
                 "--journal path (or delete this one)")
 
     @classmethod
-    def create(cls, path: str | os.PathLike[str], header: RunHeader) -> RunJournal:
-        """Start the journal of a new run; refuses a file that already holds a run."""
+    def create(cls, path: str | os.PathLike[str], header: RunHeader) -> RunRecord:
+        """Start the record of a new run; refuses a file that already holds a run."""
         where = os.fspath(path)
         cls.check_new(where)
         db = cls._connect(where)
@@ -188,8 +199,8 @@ class RunJournal:
         return cls(where, db, header)
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> RunJournal:
-        """Open the journal of an earlier run (checks it before anything is built)."""
+    def open(cls, path: str | os.PathLike[str]) -> RunRecord:
+        """Open the record of an earlier run (checks it before anything is built)."""
         where = os.fspath(path)
         if not os.path.isfile(where):
             raise DefinitionError(
@@ -275,9 +286,13 @@ class RunJournal:
                 fix="the file is damaged; nothing can be resumed from it") from exc
         elapsed = float(progress.get("elapsed_s", cp.elapsed_s))
         if elapsed > cp.elapsed_s:
-            from dataclasses import replace
-
             cp = replace(cp, elapsed_s=elapsed)
+        try:
+            since = json.loads(self._meta("world") or "null")
+        except (sqlite3.DatabaseError, ValueError) as exc:  # refused when checked (memory.py)
+            return replace(cp, world={"unreadable": f"{type(exc).__name__}: {exc}"})
+        if isinstance(since, dict) and since.get("checkpoint") == cp.seq:
+            cp = replace(cp, world=since.get("world"))  # written after the checkpoint
         return cp
 
     def checkpoints(self) -> list[RunCheckpoint]:
@@ -304,9 +319,25 @@ class RunJournal:
             raise
         return int(cur.lastrowid or 0)
 
-    def progress_update(self, *, elapsed_s: float, ticks: int, epoch: int) -> None:
-        self._db.execute("INSERT OR REPLACE INTO run_meta(key, value) VALUES ('progress', ?)",
-                         (json.dumps({"elapsed_s": elapsed_s, "ticks": ticks, "epoch": epoch}),))
+    def progress_update(self, *, elapsed_s: float, ticks: int, epoch: int,
+                        world: Mapping[str, Any] | None = None, checkpoint: int = 0) -> None:
+        """The time used so far and (``world``) the world memory now, newer than checkpoint
+        ``checkpoint`` (one committed transaction)."""
+        self._db.execute("BEGIN")
+        try:
+            self._db.execute("INSERT OR REPLACE INTO run_meta(key, value) VALUES "
+                             "('progress', ?)", (json.dumps(
+                                 {"elapsed_s": elapsed_s, "ticks": ticks, "epoch": epoch}),))
+            if world is not None:
+                self._db.execute("INSERT OR REPLACE INTO run_meta(key, value) VALUES "
+                                 "('world', ?)", (json.dumps(
+                                     {"checkpoint": checkpoint, "world": world},
+                                     separators=(",", ":")),))
+            self._db.execute("COMMIT")
+        except sqlite3.DatabaseError:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
 
     def claim(self) -> None:
         """Record this process as the run's owner (pid, host), so a second process refuses to
@@ -352,7 +383,7 @@ class RunJournal:
         with contextlib.suppress(sqlite3.DatabaseError):
             self._db.close()
 
-    def __enter__(self) -> RunJournal:
+    def __enter__(self) -> RunRecord:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,4 +1,4 @@
-"""The run journal (checkpoints beside the ledger) and resuming a run at phase granularity."""
+"""The run record (checkpoints beside the ledger) and resuming a run at phase granularity."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import pytest
 from harness_bt import FakeClock, Ledger, TaskRunner
 from harness_bt.errors import BridgeError, DefinitionError
 from harness_bt.ledger import Command, CommandState
-from harness_bt.run.journal import (
+from harness_bt.run.resume import open_durable, start_durable
+from harness_bt.run.run_record import (
     FORMAT_VERSION,
     RunCheckpoint,
     RunHeader,
-    RunJournal,
+    RunRecord,
     journalable,
 )
-from harness_bt.run.resume import open_durable, start_durable
 from harness_bt.run.settings import RunParts
 from harness_bt.runtime.bridge import Ack
 from harness_bt.runtime.episodes import RunOptions
@@ -56,10 +56,10 @@ def first_run(journal_path: Path, clock: FakeClock, rt: FakeRuntime,
 
 
 def new_runner(journal_path: Path, clock: FakeClock, rt: FakeRuntime, *, resume: bool = False
-               ) -> tuple[TaskRunner, Ledger, RunJournal]:
+               ) -> tuple[TaskRunner, Ledger, RunRecord]:
     """The example task's runner on a new journal, or (``resume``) on an existing one from its
     latest checkpoint."""
-    journal = RunJournal.open(journal_path) if resume else RunJournal.create(journal_path,
+    journal = RunRecord.open(journal_path) if resume else RunRecord.create(journal_path,
                                                                               header())
     ledger = Ledger.open(journal_path, wall_clock=clock.wall, now=clock.monotonic())
     runner = TaskRunner(
@@ -68,14 +68,14 @@ def new_runner(journal_path: Path, clock: FakeClock, rt: FakeRuntime, *, resume:
         clock=clock,
         skills=example_skills(),
         run_id="r1",
-        parts=RunParts(ledger=ledger, journal=journal,
+        parts=RunParts(ledger=ledger, run_record=journal,
                        resume=journal.latest() if resume else None),
     )
     return runner, ledger, journal
 
 
 def resumed_runner(journal_path: Path, clock: FakeClock, rt: FakeRuntime
-                   ) -> tuple[TaskRunner, Ledger, RunJournal]:
+                   ) -> tuple[TaskRunner, Ledger, RunRecord]:
     return new_runner(journal_path, clock, rt, resume=True)
 
 
@@ -118,7 +118,7 @@ def test_a_resumed_run_reenters_the_active_phase_and_repeats_no_command(tmp_path
     journal.close()
 
 
-def cp_commands(journal: RunJournal, ledger: Ledger, *, before: str) -> set[str]:
+def cp_commands(journal: RunRecord, ledger: Ledger, *, before: str) -> set[str]:
     """Command ids that existed when ``before`` was submitted (the first run's)."""
     first_seq = ledger.get(before).events[0].seq
     return {r.command_id for r in ledger if r.events[0].seq <= first_seq}
@@ -215,7 +215,7 @@ def test_journalable_accepts_plain_json_only() -> None:
 def test_opening_a_missing_journal_says_where_and_what_to_pass(tmp_path: Path) -> None:
     with pytest.raises(DefinitionError, match=r"RUN_JOURNAL_MISSING: no run journal at "
                        r".*nope\.db.*harness run --journal") as info:
-        RunJournal.open(tmp_path / "nope.db")
+        RunRecord.open(tmp_path / "nope.db")
     assert info.value.where == str(tmp_path / "nope.db")
     assert not (tmp_path / "nope.db").exists()  # nothing created by looking
 
@@ -224,27 +224,27 @@ def test_a_corrupt_journal_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "run.db"
     path.write_bytes(b"this is not a database, just bytes " * 200)
     with pytest.raises(DefinitionError, match="RUN_JOURNAL_CORRUPT") as info:
-        RunJournal.open(path)
+        RunRecord.open(path)
     assert info.value.code == "RUN_JOURNAL_CORRUPT"
 
 
 def test_a_damaged_header_is_refused_as_corrupt(tmp_path: Path) -> None:
     path = tmp_path / "run.db"
-    RunJournal.create(path, header()).close()
+    RunRecord.create(path, header()).close()
     with sqlite3.connect(path) as db:
         db.execute("UPDATE run_meta SET value='{not json' WHERE key='header'")
     with pytest.raises(DefinitionError, match=r"RUN_JOURNAL_CORRUPT: .* cannot be read"):
-        RunJournal.open(path)
+        RunRecord.open(path)
 
 
 def test_a_journal_of_another_format_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "run.db"
-    RunJournal.create(path, header()).close()
+    RunRecord.create(path, header()).close()
     with sqlite3.connect(path) as db:
         db.execute("UPDATE run_meta SET value='99' WHERE key='format'")
     with pytest.raises(DefinitionError, match=rf"RUN_JOURNAL_VERSION: .* format 99; this "
                        rf"harness-bt reads format {FORMAT_VERSION}.*version that wrote it"):
-        RunJournal.open(path)
+        RunRecord.open(path)
 
 
 @pytest.mark.parametrize(("make", "what"), [
@@ -258,15 +258,15 @@ def test_a_file_that_is_not_a_run_journal_is_named_for_what_it_is(tmp_path: Path
     make(path)
     with pytest.raises(DefinitionError, match=f"RUN_JOURNAL_INVALID: .* is {what}, not the "
                        "journal of a harness run"):
-        RunJournal.open(path)
+        RunRecord.open(path)
 
 
 def test_a_new_run_refuses_an_existing_journal(tmp_path: Path) -> None:
     path = tmp_path / "run.db"
-    RunJournal.create(path, header()).close()
+    RunRecord.create(path, header()).close()
     with pytest.raises(DefinitionError, match=r"RUN_JOURNAL_EXISTS: .* already exists.*"
                        r"harness resume"):
-        RunJournal.create(path, header())
+        RunRecord.create(path, header())
 
 
 def test_resume_refuses_a_finished_run_and_a_changed_task_file(tmp_path: Path) -> None:
@@ -283,7 +283,7 @@ def test_resume_refuses_a_finished_run_and_a_changed_task_file(tmp_path: Path) -
     task.write_text("name: t\n")
     durable = open_durable(path)
     assert durable.checkpoint is None and durable.header.runtime_url == "tcp://127.0.0.1:5555"
-    durable.journal.finish({"outcome": "succeeded", "reason": "done"})
+    durable.record.finish({"outcome": "succeeded", "reason": "done"})
     durable.close()
     with pytest.raises(DefinitionError, match=r"RUN_FINISHED: .* already finished: "
                        r"succeeded \(done\); nothing to resume"):
@@ -305,7 +305,7 @@ def test_the_journal_keeps_the_runs_parameter_values_and_scene(tmp_path: Path) -
 
 
 def test_checkpoints_round_trip_and_fold_in_the_latest_time_used(tmp_path: Path) -> None:
-    journal = RunJournal.create(tmp_path / "run.db", header())
+    journal = RunRecord.create(tmp_path / "run.db", header())
     cp = RunCheckpoint(configuration=("a",), activations={"a": 2}, blackboard={"k": [1]},
                        retries_used=3, counters={"retries": 3}, plan_version=4,
                        visited=("a", "a"), epoch=5, elapsed_s=1.5, ticks=30,
