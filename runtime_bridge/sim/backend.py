@@ -22,8 +22,8 @@ from harness_bt.runtime.bridge import BridgeNotice
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.sim.config import SimConfig
 from runtime_bridge.sim.env import SimAnswer, SimEnv
-from runtime_bridge.sim.scenes import SimScene
 from runtime_bridge.sim.frames import FrameDemand
+from runtime_bridge.sim.scenes import SimScene
 
 __all__ = ["SERVED_CAMERAS", "SimBackend", "make_backend"]
 

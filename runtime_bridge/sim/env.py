@@ -41,12 +41,12 @@ from runtime_bridge.genmanip.actions import (
     validate_action,
 )
 from runtime_bridge.genmanip.errors import HttpError
+from runtime_bridge.sim import worlds
 from runtime_bridge.sim.cameras import CameraRig
 from runtime_bridge.sim.config import SimConfig
 from runtime_bridge.sim.episodes import EpisodeBook, QueuedEpisode
 from runtime_bridge.sim.faults import FaultInjector
 from runtime_bridge.sim.frames import FrameDemand
-from runtime_bridge.sim import worlds
 from runtime_bridge.sim.scene import SimWorld
 from runtime_bridge.sim.scenes import Progress, SimScene, load_sim_scenes
 

@@ -124,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         print("per-seed outcomes (outcome, simulator's verdict, steps, simulated s) "
               + ("identical in every round" if same else "DIFFER between baseline and now"))
     if len(medians) == 2:
-        print(f"now / baseline: wall {medians['baseline']['wall_s'] / medians['now']['wall_s']:.2f}x"
-              f" faster, cpu {medians['baseline']['cpu_s'] / medians['now']['cpu_s']:.2f}x less")
+        base, now = medians["baseline"], medians["now"]
+        print(f"now / baseline: wall {base['wall_s'] / now['wall_s']:.2f}x faster, cpu "
+              f"{base['cpu_s'] / now['cpu_s']:.2f}x less")
     print(_load())
     return 0
 

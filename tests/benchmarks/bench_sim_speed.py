@@ -90,7 +90,8 @@ def one_episode(task_file: Path, mode: str, seed: int) -> dict[str, Any]:
     return {"succeeded": ep.succeeded, "sim_success": ep.sim_success,
             "false": ep.false_success, "sim_s": ep.sim_time_s, "wall_s": ep.wall_s,
             "steps": steps, "whole_s": whole, "whole_cpu_s": whole_cpu,
-            "sim_per_cpu": (sim1 - sim0) / max(cpu1 - cpu0, 1e-9), "rendered": rendered, "reason": ep.reason,
+            "sim_per_cpu": (sim1 - sim0) / max(cpu1 - cpu0, 1e-9), "rendered": rendered,
+            "reason": ep.reason,
             "counts": counts}
 
 
