@@ -5,7 +5,10 @@ runtime for the spec's scene, seed and faults, runs exactly one episode through
 :func:`~harness_bt.run.episodes.run_episodes` (what ``harness run`` does) and reads the row the
 results store keeps. A fresh runtime per episode makes the outcome a function of the spec
 alone: the simulator runs on the harness's simulation clock, so the same seed gives the same
-outcome in any worker, process or Ray task.
+outcome in any worker, process or Ray task. What does not depend on the episode is kept by the
+worker between its episodes: the loaded task and the registries (:mod:`harness_bt.eval.kept`)
+and the simulator's PyBullet world (runtime setting ``keep_world``, unless the spec's
+``extra`` says otherwise), each laid out afresh per episode.
 
 :func:`run_server_episodes` drives one worker id of a GenManip server (``--sim URL``) until the
 server has no episode left, yielding a row per episode keyed by the server's episode id
@@ -27,6 +30,7 @@ from typing import Any
 
 from harness_bt.authoring.scenes import with_scene
 from harness_bt.errors import DefinitionError, HarnessError
+from harness_bt.eval import kept
 from harness_bt.eval.plan import EpisodeSpec
 from harness_bt.plugins import load_reference
 from harness_bt.run.episodes import EpisodeReport, percentile, run_episodes
@@ -118,27 +122,37 @@ class _LastRunner:
 
 
 def _options(spec: EpisodeSpec, task_scene: str | None, params: Mapping[str, Any],
-             task_name: str) -> RunOptions:
+             task_name: str, defaults: Mapping[str, Any] | None = None, *,
+             keep: bool = False) -> RunOptions:
     # an episode's extra holds runtime settings and what test rigs read (never the runtime's)
-    settings = {k: v for k, v in spec.extra.items() if k in RuntimeSettings.names()}
+    settings = dict(defaults or {})
+    settings.update((k, v) for k, v in spec.extra.items() if k in RuntimeSettings.names())
     if spec.worker_id is not None:
         settings["worker_id"] = spec.worker_id
-    return with_scene(RunOptions(task=task_name, sim_url=spec.sim_url, episodes=1,
-                                 seed=spec.seed, faults=dict(spec.faults),
-                                 scene=spec.scene or task_scene, params=dict(params),
-                                 runtime_settings=RuntimeSettings.from_mapping(settings)))
+    options = RunOptions(task=task_name, sim_url=spec.sim_url, episodes=1, seed=spec.seed,
+                         faults=dict(spec.faults), scene=spec.scene or task_scene,
+                         params=dict(params),
+                         runtime_settings=RuntimeSettings.from_mapping(settings))
+    if keep and options.scene is not None:  # the worker's checked scene document
+        return dataclasses.replace(options, scene_document=kept.scene(options.scene,
+                                                                      options.params))
+    return with_scene(options)
 
 
 def run_episode(spec: EpisodeSpec) -> dict[str, Any]:
     """Run one episode of ``spec`` on a fresh in-process simulator (see the module
     docstring) and return its row."""
-    from harness_bt.authoring import load_task
-
-    task = load_task(Path(spec.task_file), params=dict(spec.params))
-    options = _options(spec, task.scene, task.params, task.name)
+    task = kept.task(Path(spec.task_file), spec.params)
+    options = _options(spec, task.scene, task.params, task.name, {"keep_world": True},
+                       keep=True)
+    options = dataclasses.replace(options, trace=_trace(spec, str(spec.seed)))
     hook = _LastRunner()
-    trace = _trace(spec, str(spec.seed))
-    report = run_episodes(task, dataclasses.replace(options, trace=trace), on_tick=hook)
+    runtime = kept.runtimes().get(options.bridge, where="--bridge")(options)
+    try:
+        report = run_episodes(task, options, runtime=runtime, skills=kept.skills(),
+                              evaluators=kept.evaluators(), on_tick=hook)
+    finally:
+        runtime.close()
     if not report.episodes:
         raise HarnessError("NO_EPISODE", f"{spec.task} seed {spec.seed}: the simulator ran no "
                            "episode", fix="check the scene and its number of steps")

@@ -19,6 +19,7 @@ _WHOLE = frozenset({"num_steps", "success_hold_steps", "batch_steps", "min_epoch
 _NUMBERS = frozenset({"frame_hz", "tick_s", "connect_timeout_s", "max_age_s"})
 _TEXT = frozenset({"executors", "worker_id", "render", "service", "telemetry", "mapping",
                    "record_ros2"})
+_FLAGS = frozenset({"keep_world"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +29,8 @@ class RuntimeSettings:
     The in-process simulator: ``executors`` (``package.module:factory`` instead of the
     installed executors), ``worker_id``, ``num_steps`` (steps per episode),
     ``success_hold_steps``, ``render`` (the render mode), ``frame_hz`` (frames a watcher
-    gets while commands run), ``batch_steps`` (steps one poll may run while nobody looks).
+    gets while commands run), ``batch_steps`` (steps one poll may run while nobody looks),
+    ``keep_world`` (keep the simulator's world for the process's next run: eval workers).
     A ZeroMQ runtime server: ``service``, ``min_epoch`` (the control epoch a resumed run
     must exceed), ``tick_s``, ``connect_timeout_s``, ``telemetry`` (a PUB endpoint to
     subscribe to instead of the announced one). A ROS 2 robot: ``mapping`` (the skill
@@ -51,6 +53,7 @@ class RuntimeSettings:
     max_age_s: float | None = None
     cameras: tuple[str, ...] | None = None
     record_ros2: str | None = None
+    keep_world: bool | None = None
 
     def __post_init__(self) -> None:
         for name, value in self.given().items():
@@ -64,6 +67,10 @@ class RuntimeSettings:
                 raise DefinitionError("INVALID_RUNTIME_SETTING", f"runtime setting "
                                       f"{name}={value!r} must be a finite number >= 0",
                                       fix=f"give {name} in seconds or hertz, e.g. 2.0")
+            if name in _FLAGS and not isinstance(value, bool):
+                raise DefinitionError("INVALID_RUNTIME_SETTING", f"runtime setting "
+                                      f"{name}={value!r} must be true or false",
+                                      fix=f"give {name} as true or false")
             if name in _TEXT and not isinstance(value, str):
                 raise DefinitionError("INVALID_RUNTIME_SETTING", f"runtime setting "
                                       f"{name}={value!r} must be text",

@@ -51,7 +51,8 @@ def open_runtime(options: RunOptions) -> InProcRuntime:
     ``frame_hz`` (``on_demand``: frames per second while commands run, default
     :data:`~runtime_bridge.inproc.frames.DEFAULT_MONITOR_HZ`) and ``batch_steps``
     (``on_demand``: most steps one poll runs while nobody looks, default
-    :data:`DEFAULT_BATCH_STEPS`; 1: one step per poll)."""
+    :data:`DEFAULT_BATCH_STEPS`; 1: one step per poll) and ``keep_world`` (built-in simulator:
+    keep its PyBullet world for the process's next runtime, :mod:`runtime_bridge.sim.worlds`)."""
     extra = options.runtime_settings.given()
     executors = load_executors(extra.get("executors"))
     if options.sim_url:
@@ -89,7 +90,11 @@ def open_runtime(options: RunOptions) -> InProcRuntime:
         faults=faults,
         success_hold_steps=int(extra.get("success_hold_steps", DEFAULT_HOLD_STEPS)),
         render=str(extra.get("render", "on_demand")),
+        keep_world=bool(extra.get("keep_world", False)),
     )
-    return InProcRuntime(SimBackend(config), executors,
+    from runtime_bridge.sim.scenes import SimScene
+
+    backend = SimBackend(config, scenes={options.scene: SimScene(scene)})
+    return InProcRuntime(backend, executors,
                          monitor_hz=extra.get("frame_hz", DEFAULT_MONITOR_HZ),
                          batch_steps=extra.get("batch_steps", DEFAULT_BATCH_STEPS))

@@ -1,5 +1,7 @@
 """The built-in simulator as an executor-host :class:`~harness_bt.runtime.backend.Backend`, stepped
 in-process (no HTTP): what ``harness runtime serve --backend sim`` and ``harness run`` drive.
+It reads the simulator's typed answers (:meth:`SimEnv.advance`): no GenManip dict is built or
+checked per step, and a refusal is the project's :class:`~harness_bt.errors.BridgeError`.
 
 It speaks GenManip semantics: ``reset`` starts the next episode; an episode ends inside
 ``step`` (success or ``num_steps``) and that same step returns the next episode's first
@@ -20,21 +22,23 @@ from harness_bt.errors import BridgeError
 from harness_bt.runtime.bridge import BridgeNotice
 from harness_bt.runtime.faults import FaultFired, faults_from_wire
 from harness_bt.runtime.observation import Observation
-from runtime_bridge.genmanip.observations import observation_from_wire
 from runtime_bridge.sim.config import SimConfig
-from runtime_bridge.sim.env import SimEnv
+from runtime_bridge.sim.env import SimAnswer, SimEnv
 from runtime_bridge.sim.frames import FrameDemand
+from runtime_bridge.sim.scenes import SimScene
 
 __all__ = ["SERVED_CAMERAS", "SimBackend", "make_backend"]
 
 
 class SimBackend:
     """See the module docstring. ``env`` is the :class:`SimEnv` (its ``ground_truth()`` and
-    ``results()`` are for tests and benchmarks only)."""
+    ``results()`` are for tests and benchmarks only); ``scenes``: the config's scenes, loaded
+    already (default: loaded here)."""
 
-    def __init__(self, config: SimConfig | None = None, *, worker_id: str = "0") -> None:
+    def __init__(self, config: SimConfig | None = None, *, worker_id: str = "0",
+                 scenes: Mapping[str, SimScene] | None = None) -> None:
         self.config = config or SimConfig()
-        self.env = SimEnv(self.config, worker_id=worker_id)
+        self.env = SimEnv(self.config, worker_id=worker_id, scenes=scenes)
         self.worker_id = worker_id
         self.control_period_s = self.config.control_dt
         self.num_steps: int | None = self.config.num_steps
@@ -48,12 +52,12 @@ class SimBackend:
         self._faults: list[FaultFired] = []
 
     def reset(self) -> Observation:
-        return self._read(self.env.reset(), "/reset")
+        return self._read(self.env.next_episode(), "/reset")
 
     def step(self, action: Mapping[str, Any]) -> Observation:
         if self.done:
             raise self._finished()
-        return self._read(self.env.step(action), "/step")
+        return self._read(self.env.advance(action), "/step")
 
     def end_episode(self) -> Observation | None:
         """End the episode now when the simulator judges it failed (:meth:`SimEnv.end_episode
@@ -72,9 +76,8 @@ class SimBackend:
 
     def observe_now(self, cameras: set[str] | None = None) -> Observation:
         """The latest observation with its frames rendered now (``render="on_demand"``; see
-        :meth:`SimEnv.render_now`)."""
-        return observation_from_wire(self.env.render_now(cameras), worker_id=self.worker_id,
-                                     where=f"sim worker {self.worker_id} frames")
+        :meth:`SimEnv.frames_now`)."""
+        return self.env.frames_now(cameras)
 
     def notices(self) -> list[BridgeNotice]:
         out, self._notices = self._notices, []
@@ -88,20 +91,20 @@ class SimBackend:
     def close(self) -> None:
         self.env.close()
 
-    def _read(self, entry: Mapping[str, Any], route: str) -> Observation:
-        self._faults.extend(faults_from_wire(entry.get("faults"), worker_id=self.worker_id,
+    def _read(self, answer: SimAnswer, route: str) -> Observation:
+        self._faults.extend(faults_from_wire(list(answer.faults) or None,
+                                             worker_id=self.worker_id,
                                              step_s=self.control_period_s,
                                              where=f"sim worker {self.worker_id} {route} faults"))
-        if entry.get("obs") is None:
+        obs = answer.observation
+        if obs is None:
             if not self.done:
                 self.done = True
-                self.metric = dict(entry.get("metric") or {})
+                self.metric = dict(answer.metric or {})
                 self._notices.append(BridgeNotice("final_metric", self.worker_id, {
                     "metric": self.metric, "route": route,
                     "previous_timestep": self._last_timestep}))
             raise self._finished()
-        obs = observation_from_wire(entry["obs"], worker_id=self.worker_id,
-                                    where=f"sim worker {self.worker_id} {route}")
         if obs.reset:
             self.episodes += 1
             if route == "/step":

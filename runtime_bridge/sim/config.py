@@ -189,6 +189,10 @@ class SimConfig:
 
     ``arm_meshes``: ``simple`` draws the Panda with its collision meshes, ``detailed`` with its
     visual meshes (30 times the triangles, twice the rendering time; the physics is the same).
+
+    ``keep_world``: take the PyBullet world from the process's kept worlds and hand it back on
+    close (:mod:`runtime_bridge.sim.worlds`): an evaluation worker then builds one world for
+    all its episodes instead of one per episode; the episodes' outcomes are the same.
     """
 
     scenes: tuple[str, ...] = ("pick_cube",)
@@ -203,6 +207,7 @@ class SimConfig:
     success_hold_steps: int | None = None
     render: str = "all"
     arm_meshes: str = "simple"
+    keep_world: bool = False
 
     def __post_init__(self) -> None:
         if self.arm_meshes not in ARM_MESHES:

@@ -9,9 +9,10 @@ rendering unless someone asked for a frame:
   ones named); an unnamed request renders one camera per frame in turn, as ``round_robin``
   does per step, so a frame costs one camera's rendering;
 - an episode's first observation renders every camera (as in the other modes);
-- :meth:`~runtime_bridge.sim.env.SimEnv.render_now` renders the latest observation's frames
-  afterwards, as long as the world has not moved since (the step's fault occlusions are kept
-  for it), for a reader that learns only after the step that it wants to look.
+- :meth:`~runtime_bridge.sim.env.SimEnv.frames_now` (in the wire form ``render_now``) renders
+  the latest observation's frames afterwards, as long as the world has not moved since (the
+  step's fault occlusions are kept for it), for a reader that learns only after the step that
+  it wants to look.
 
 Whatever is not requested is not rendered: the observation's ``camera_data`` is then empty.
 """

@@ -35,7 +35,7 @@ from harness_bt.errors import BridgeError
 from harness_bt.runtime.executor import load_executors
 from runtime_bridge.backends import backend_from_spec
 from runtime_bridge.host import HostConfig
-from runtime_bridge.host.journal_log import read_rows
+from runtime_bridge.host.record_log import read_rows
 from runtime_bridge.zmq.server import RuntimeServer, RuntimeServerConfig
 
 __all__ = ["Occluded", "Scenario", "main", "occluded_resume", "runtime_records"]

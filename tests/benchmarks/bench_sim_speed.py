@@ -15,7 +15,11 @@ turns episode by episode, so a busy machine slows them alike. Modes:
 Per mode it prints the task's successes and the simulator's, false successes, the median
 simulated / wall ratio until the task ended (what ``harness run`` reports as ``sim s`` and
 ``wall s``) and for the whole episode (the simulator's success hold included), the frames
-rendered per step, and each mode's ratio against the baseline. Nothing is asserted.
+rendered per step, and each mode's ratio against the baseline. Beside the wall-clock ratios
+(which on a shared machine depend on what else runs on the core) it prints simulated time per
+second of the process's own CPU (``sim/cpu``, from the first harness tick to the last, and for
+the whole episode): what the episode gets from one core it has to itself. Nothing is
+asserted.
 
     python tests/benchmarks/bench_sim_speed.py                      # 3 episodes per mode
     python tests/benchmarks/bench_sim_speed.py --episodes 5 --modes round_robin,batched@6
@@ -33,8 +37,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
-from harness_bt.spec import load_task  # noqa: E402
-
+from harness_bt.authoring import load_task  # noqa: E402
+from harness_bt.authoring.scenes import with_scene  # noqa: E402
 from harness_bt.run.episodes import run_episodes  # noqa: E402
 from harness_bt.runtime.episodes import RunOptions  # noqa: E402
 from harness_bt.runtime.settings import RuntimeSettings  # noqa: E402
@@ -60,13 +64,18 @@ def _extra(mode: str) -> dict[str, Any]:
 def one_episode(task_file: Path, mode: str, seed: int) -> dict[str, Any]:
     """One episode in ``mode``: its figures (wall from the runtime's start to its close)."""
     loaded = load_task(task_file)
-    options = RunOptions(task=loaded.name, scene=loaded.scene, params=loaded.params,
-                         episodes=1, seed=seed,
-                         runtime_settings=RuntimeSettings.from_mapping(_extra(mode)))
-    began = time.perf_counter()
+    options = with_scene(RunOptions(task=loaded.name, scene=loaded.scene, params=loaded.params,
+                                    episodes=1, seed=seed,
+                                    runtime_settings=RuntimeSettings.from_mapping(_extra(mode))))
+    began, cpu_began = time.perf_counter(), time.process_time()
+    ticks: list[tuple[float, float]] = []  # (simulated s, cpu s) after each tick
+
+    def tick(runner: Any, index: int, rt: Any) -> None:
+        ticks.append((rt.steps * rt.control_period_s, time.process_time()))
+
     runtime = open_runtime(options)
     try:
-        report = run_episodes(loaded, options, runtime=runtime)
+        report = run_episodes(loaded, options, runtime=runtime, on_tick=tick)
         steps = runtime.steps
         frames = getattr(getattr(runtime.backend, "env", None), "frames", None)
         rendered = frames.rendered if frames is not None else None
@@ -74,11 +83,15 @@ def one_episode(task_file: Path, mode: str, seed: int) -> dict[str, Any]:
         counts = dict(policy.counts) if policy is not None else {}
     finally:
         runtime.close()
-    whole = time.perf_counter() - began
+    whole, whole_cpu = time.perf_counter() - began, time.process_time() - cpu_began
     ep = report.episodes[0]
+    # from the first tick to the last: simulated time per second of this process's CPU
+    (sim0, cpu0), (sim1, cpu1) = ticks[0], ticks[-1]
     return {"succeeded": ep.succeeded, "sim_success": ep.sim_success,
             "false": ep.false_success, "sim_s": ep.sim_time_s, "wall_s": ep.wall_s,
-            "steps": steps, "whole_s": whole, "rendered": rendered, "reason": ep.reason,
+            "steps": steps, "whole_s": whole, "whole_cpu_s": whole_cpu,
+            "sim_per_cpu": (sim1 - sim0) / max(cpu1 - cpu0, 1e-9), "rendered": rendered,
+            "reason": ep.reason,
             "counts": counts}
 
 
@@ -109,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         ratio = statistics.median(e["sim_s"] / e["wall_s"] for e in r)
         whole = statistics.median(e["steps"] / 30.0 / e["whole_s"] for e in r)
         frames = [e["rendered"] / e["steps"] for e in r if e["rendered"] is not None]
+        per_cpu = statistics.median(e["sim_per_cpu"] for e in r)
+        whole_cpu = statistics.median(e["steps"] / 30.0 / e["whole_cpu_s"] for e in r)
         base = base or {"ratio": ratio, "whole": whole}
         print(f"  {m:<16} task {sum(e['succeeded'] for e in r)}/{len(r)}, sim "
               f"{sum(bool(e['sim_success']) for e in r)}/{len(r)}, false "
@@ -117,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{whole:5.2f}x ({whole / base['whole']:4.2f}x); frames per step "
               f"{statistics.median(frames) if frames else float('nan'):.2f}; wall s "
               + " ".join(f"{e['wall_s']:.2f}" for e in r))
+        print(f"      sim/cpu (simulated s per s of this process's CPU: what one core of its "
+              f"own gives): until the task ended {per_cpu:5.2f}x, whole episode "
+              f"{whole_cpu:5.2f}x")
         if r[0]["counts"]:
             print("      frames per episode (before the step, after it, none): " + "; ".join(
                 f"{e['counts']['before']}/{e['counts']['after']}/{e['counts']['none']}"

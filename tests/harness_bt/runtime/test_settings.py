@@ -35,6 +35,7 @@ def test_an_unknown_setting_is_refused_with_the_known_ones() -> None:
     ("frame_hz", math.inf, r"frame_hz=inf must be a finite number >= 0"),
     ("tick_s", "fast", r"tick_s='fast' must be a finite number >= 0"),
     ("service", 3, r"service=3 must be text"),
+    ("keep_world", "yes", r"keep_world='yes' must be true or false"),
 ])
 def test_a_bad_value_is_refused_naming_the_setting(name: str, value: object, message: str
                                                    ) -> None:
@@ -46,5 +47,6 @@ def test_a_bad_value_is_refused_naming_the_setting(name: str, value: object, mes
 def test_every_setting_has_its_kind_checked() -> None:
     from harness_bt.runtime import settings
 
-    kinds = [settings._WHOLE, settings._NUMBERS, settings._TEXT, frozenset({"cameras"})]
+    kinds = [settings._WHOLE, settings._NUMBERS, settings._TEXT, settings._FLAGS,
+             frozenset({"cameras"})]
     assert sorted(n for k in kinds for n in k) == sorted(RuntimeSettings.names())
