@@ -13,6 +13,7 @@ from py_trees.common import ParallelPolicy
 
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes import flow
+from harness_bt.nodes.loops import ForEach
 from harness_bt.nodes.base import HarnessNode, NodeManifest, NodeType, Port
 from harness_bt.nodes.conditions import Check, Observe, WaitFor
 from harness_bt.nodes.decorators import RecoveryDone, RecoveryGate, RecoveryGuard, Retry
@@ -114,7 +115,7 @@ def builtin_types() -> list[NodeType]:
              "RUNNING": "acting or evaluating"},
             writes=("{name}.cmd", "{name}.check.verdict"))),
         _leaf(SkillAction), _leaf(Evaluate), _leaf(Observe), _leaf(Check), _leaf(WaitFor),
-        _leaf(DerivePose),
+        _leaf(DerivePose), _leaf(ForEach),
         _leaf(Retry), _leaf(RecoveryGate), _leaf(RecoveryGuard), _leaf(RecoveryDone),
         _leaf(flow.Timeout), _leaf(flow.Delay), _leaf(flow.Repeat), _leaf(flow.ForceSuccess),
         _leaf(flow.ForceFailure), _leaf(flow.KeepRunningUntilFailure),
