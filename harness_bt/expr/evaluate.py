@@ -260,7 +260,8 @@ def object_view(obj: Any, age_s: float | None) -> dict[str, Any]:
     """What ``world.<id>`` shows of a world object: plain data only."""
     pose = obj.pose.to_list()
     rels = {str(k): v for k, v in obj.relations.items()}
-    return {"id": getattr(obj, "object_id", MISSING), "pose": pose, "position": pose[:3], "extent": list(obj.extent),
+    return {"id": getattr(obj, "object_id", MISSING), "pose": pose, "position": pose[:3],
+            "extent": list(obj.extent),
             "confidence": obj.confidence, "version": obj.version, "label": obj.label,
             "age_s": MISSING if age_s is None else age_s,
             "on": rels.get("on"), "in": rels.get("in"), "held_by": rels.get("held_by")}

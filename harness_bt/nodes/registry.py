@@ -13,12 +13,12 @@ from py_trees.common import ParallelPolicy
 
 from harness_bt.errors import DefinitionError
 from harness_bt.nodes import flow
-from harness_bt.nodes.loops import ForEach
 from harness_bt.nodes.base import HarnessNode, NodeManifest, NodeType, Port
 from harness_bt.nodes.conditions import Check, Observe, WaitFor
 from harness_bt.nodes.decorators import RecoveryDone, RecoveryGate, RecoveryGuard, Retry
 from harness_bt.nodes.evaluate import Evaluate
 from harness_bt.nodes.idioms import act_and_evaluate, recover
+from harness_bt.nodes.loops import ForEach
 from harness_bt.nodes.poses import DerivePose
 from harness_bt.nodes.skill_action import SkillAction
 from harness_bt.plugins import Group, Origin, Registry
