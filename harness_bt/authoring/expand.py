@@ -130,7 +130,11 @@ class Expander:
             return []  # reported by the node checks
         per_item = node.get("per_item") if isinstance(node.get("per_item"), dict) else {}
         if body not in self.library.subtrees:
-            self._use({"subtree": body}, doc, path, mapping, via, stack, scope)  # reports it
+            known = sorted(self.library.subtrees)
+            self._problem("UNKNOWN_SUBTREE", f"unknown subtree {body!r}; known: "
+                          f"{', '.join(known) or '(none)'}{did_you_mean(body, known)}",
+                          doc, (*path, "body"),
+                          "define it under 'subtrees:' or include the file that does")
             return []
         out = []
         for each in over:
