@@ -27,7 +27,7 @@ import py_trees
 from harness_bt import Final, Phase, Task, TaskBudget, on
 from harness_bt.nodes import DerivePose, act_and_evaluate
 from harness_bt.nodes.decorators import RecoveryGate
-from harness_bt.nodes.loops import ForEach
+from harness_bt.nodes.loops import BodyUse, Choice, ForEach
 from skills.phase_trees import (
     Behaviour,
     approach_tree,
@@ -165,10 +165,11 @@ class _Loop:
         survey = sequence("survey", act_and_evaluate("clear_view", "home"),
                           look("look", *self.objects, self.container))
         return ForEach(
-            self.name, "obj", list(self.objects), body="put_away", before=survey,
-            each=[_put_away_or_let_go(o, self.container, s) for o, s in pairs],
-            where=f"it.in != '{self.container}'", order=self.order, attempts=self.attempts,
-            values={"dest": self.container}, per_item={"slot": {o: list(s) for o, s in pairs}})
+            self.name, "obj", list(self.objects),
+            [_put_away_or_let_go(o, self.container, s) for o, s in pairs], before=survey,
+            choice=Choice(f"it.in != '{self.container}'", self.order, self.attempts),
+            body=BodyUse("put_away", {"dest": self.container},
+                         {"slot": {o: list(s) for o, s in pairs}}))
 
     def phases(self, phase: str, description: str) -> list[Any]:
         return [Phase(phase, self.tree, description=description, transitions=[

@@ -12,7 +12,8 @@ chooses among them, before every run, with two expressions of :mod:`harness_bt.e
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import py_trees
@@ -24,7 +25,7 @@ from harness_bt.events import TraceKind
 from harness_bt.expr import MISSING, Bound, ExprError, Expression, compile_expr, run_env
 from harness_bt.nodes.base import HarnessNode, NodeManifest, Port
 
-__all__ = ["ForEach"]
+__all__ = ["BodyUse", "Choice", "ForEach", "for_each"]
 
 Behaviour = py_trees.behaviour.Behaviour
 _PASSED_UP = (OutcomeKind.UNKNOWN, OutcomeKind.BUDGET_EXHAUSTED)
@@ -39,6 +40,27 @@ def _expression(kind: str, name: str, text: Any, bound: Sequence[str]) -> Expres
         raise DefinitionError("INVALID_NODE", f"for_each {name!r}: {kind}: {exc.message} at "
                               f"column {exc.column} of {text!r}", node_path=name,
                               fix=exc.fix or "see docs/expressions.md") from None
+
+
+@dataclass(frozen=True)
+class Choice:
+    """How a :class:`ForEach` chooses its next item: ``where`` an item is still left (``it``:
+    its world view), ``order`` picks among those left (``items``), ``attempts``: runs of the
+    body per item at most."""
+
+    where: str | None = None
+    order: str | None = None
+    attempts: int = 2
+
+
+@dataclass(frozen=True)
+class BodyUse:
+    """The body as a document names it (the subtree, its other inputs, those per item): what
+    the loop's bodies were expanded from, kept for its params, drawings and export."""
+
+    subtree: str = ""
+    values: Mapping[str, Any] = field(default_factory=dict)
+    per_item: Mapping[str, Any] = field(default_factory=dict)
 
 
 class ForEach(HarnessNode, py_trees.composites.Composite):
@@ -85,27 +107,24 @@ class ForEach(HarnessNode, py_trees.composites.Composite):
          "RUNNING": "looking, or running an item's body"},
     )
 
-    def __init__(self, name: str, item: str, over: Sequence[str], *, body: str = "",
-                 each: Sequence[Behaviour] = (), before: Behaviour | None = None,
-                 where: str | None = None, order: str | None = None, attempts: int = 2,
-                 values: dict[str, Any] | None = None,
-                 per_item: dict[str, Any] | None = None) -> None:
+    def __init__(self, name: str, item: str, over: Sequence[str],
+                 each: Sequence[Behaviour] = (), *, before: Behaviour | None = None,
+                 choice: Choice = Choice(), body: BodyUse = BodyUse()) -> None:
         if not isinstance(over, list | tuple) or not all(isinstance(i, str) for i in over):
             raise DefinitionError("INVALID_NODE", f"for_each {name!r}: over={over!r} must be "
                                   "a list of object ids", node_path=name,
                                   fix="write over: [cube_1, cube_2] or over: '{cubes}'")
+        attempts = choice.attempts
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
             raise DefinitionError("INVALID_NODE", f"for_each {name!r}: attempts={attempts!r} "
                                   "must be a whole number >= 1", node_path=name)
-        bodies = {child.name: child for child in each}
         super().__init__(name, children=[*([before] if before is not None else []), *each])
-        self.item, self.over, self.body_name = item, tuple(over), body
-        self.values, self.per_item = dict(values or {}), dict(per_item or {})
+        self.item, self.over, self.body = item, tuple(over), body
         self.before = before
-        self.bodies = bodies
-        self.where_text, self.order_text, self.attempts = where, order, attempts
-        self.where = _expression("where", name, where, ("it",))
-        self.order = _expression("order", name, order, ("items",))
+        self.bodies = {child.name: child for child in each}
+        self.choice, self.attempts = choice, attempts
+        self.where = _expression("where", name, choice.where, ("it",))
+        self.order = _expression("order", name, choice.order, ("items",))
         self._reset()
 
     def problems(self, context: Any) -> list[str]:
@@ -118,9 +137,9 @@ class ForEach(HarnessNode, py_trees.composites.Composite):
     def params(self) -> dict[str, Any]:
         out: dict[str, Any] = {"item": self.item, "over": list(self.over),
                                "attempts": self.attempts}
-        if self.body_name:
-            out["body"] = self.body_name
-        for key, value in (("where", self.where_text), ("order", self.order_text)):
+        if self.body.subtree:
+            out["body"] = self.body.subtree
+        for key, value in (("where", self.choice.where), ("order", self.choice.order)):
             if value is not None:
                 out[key] = value
         return out
@@ -248,3 +267,24 @@ class ForEach(HarnessNode, py_trees.composites.Composite):
         self.context.emit(TraceKind.ITERATION, phase=self.scope.phase, node_path=self.path,
                           stage=stage, item=item, index=self.index,
                           run=self.runs.get(item, 0), status=status, left=list(left))
+
+
+_PORTS = frozenset(p.name for p in ForEach.MANIFEST.ports)
+
+
+def for_each(name: str, **ports: Any) -> ForEach:
+    """The ``for_each`` node type's factory: a document's ports, grouped (:class:`Choice`,
+    :class:`BodyUse`)."""
+    unknown = sorted(set(ports) - _PORTS)
+    if unknown:
+        raise DefinitionError("INVALID_NODE", f"for_each {name!r}: unknown port(s) {unknown}; "
+                              f"its ports: {', '.join(sorted(_PORTS))}", node_path=name)
+    for required in ("item", "over"):
+        if required not in ports:
+            raise DefinitionError("INVALID_NODE", f"for_each {name!r} needs {required!r}",
+                                  node_path=name, fix=f"add {required}: ...")
+    choice = Choice(ports.get("where"), ports.get("order"), ports.get("attempts", 2))
+    body = BodyUse(ports.get("body") or "", dict(ports.get("values") or {}),
+                   dict(ports.get("per_item") or {}))
+    return ForEach(name, ports["item"], ports["over"], ports.get("each") or (),
+                   before=ports.get("before"), choice=choice, body=body)

@@ -13,7 +13,7 @@ from harness_bt import DefinitionError, FakeClock, Ledger, TaskBudget, TaskRunne
 from harness_bt.events import IterationEvent, parse_event
 from harness_bt.ledger import CommandState
 from harness_bt.nodes.idioms import act_and_evaluate
-from harness_bt.nodes.loops import ForEach
+from harness_bt.nodes.loops import for_each
 from harness_bt.run.settings import RunParts
 from harness_bt.testing.example import example_runtime, example_skills
 from tests.harness_bt.helpers import last_failure, one_phase, run_to_end, runner_for
@@ -39,7 +39,7 @@ def runs(runner: TaskRunner) -> list[tuple[str, str, int, str]]:
 
 
 def test_each_item_runs_its_own_body_in_the_order_of_over(clock: FakeClock) -> None:
-    loop = ForEach("each", "obj", ["cup", "tray"], each=[go("cup"), go("tray")])
+    loop = for_each("each", item="obj", over=["cup", "tray"], each=[go("cup"), go("tray")])
     runner = runner_for(one_phase(lambda: loop), clock, example_runtime(clock))
     run_to_end(runner, clock)
     assert runner.result is not None and runner.result.reason == "done"
@@ -51,7 +51,7 @@ def test_each_item_runs_its_own_body_in_the_order_of_over(clock: FakeClock) -> N
 
 
 def test_an_empty_domain_succeeds_at_once_without_running_a_body(clock: FakeClock) -> None:
-    loop = ForEach("each", "obj", ["cup", "tray"], each=[go("cup"), go("tray")],
+    loop = for_each("each", item="obj", over=["cup", "tray"], each=[go("cup"), go("tray")],
                    where="it.on == 'floor'")  # nothing is on the floor: nothing is left
     runner = runner_for(one_phase(lambda: loop), clock, example_runtime(clock))
     run_to_end(runner, clock)
@@ -62,7 +62,7 @@ def test_an_empty_domain_succeeds_at_once_without_running_a_body(clock: FakeCloc
 
 def test_order_picks_the_item_nearest_a_point_from_the_world(clock: FakeClock) -> None:
     # the cup is at y=0.0, the tray at y=0.3: from (0.5, 0.4, 0) the tray is nearer
-    loop = ForEach("each", "obj", ["cup", "tray"], each=[go("cup"), go("tray")],
+    loop = for_each("each", item="obj", over=["cup", "tray"], each=[go("cup"), go("tray")],
                    order="nearest(items, [0.5, 0.4, 0.0])")
     runner = runner_for(one_phase(lambda: loop), clock, example_runtime(clock))
     run_to_end(runner, clock)
@@ -72,7 +72,7 @@ def test_order_picks_the_item_nearest_a_point_from_the_world(clock: FakeClock) -
 def test_a_failing_item_then_the_next_and_items_left_fail_the_loop(clock: FakeClock) -> None:
     bad = py_trees.composites.Sequence("cup", memory=True, children=[
         py_trees.behaviours.Failure("broken")])
-    loop = ForEach("each", "obj", ["cup", "tray"], each=[bad, go("tray")], attempts=2)
+    loop = for_each("each", item="obj", over=["cup", "tray"], each=[bad, go("tray")], attempts=2)
     runner = runner_for(one_phase(lambda: loop, budget=TaskBudget(max_retries=5)), clock,
                         example_runtime(clock))
     run_to_end(runner, clock)
@@ -89,7 +89,7 @@ def test_a_failing_item_then_the_next_and_items_left_fail_the_loop(clock: FakeCl
 def test_the_task_budget_running_out_mid_loop_ends_it_exhausted(clock: FakeClock) -> None:
     bad = py_trees.composites.Sequence("cup", memory=True, children=[
         py_trees.behaviours.Failure("broken")])
-    loop = ForEach("each", "obj", ["cup", "tray"], each=[bad, go("tray")], attempts=3)
+    loop = for_each("each", item="obj", over=["cup", "tray"], each=[bad, go("tray")], attempts=3)
     runner = runner_for(one_phase(lambda: loop, budget=TaskBudget(max_retries=0)), clock,
                         example_runtime(clock))
     run_to_end(runner, clock)
@@ -111,7 +111,7 @@ def test_a_body_ending_unknown_ends_the_loop_unknown(clock: FakeClock) -> None:
             self.scope = kw["scope"]
 
     body = py_trees.composites.Sequence("cup", memory=True, children=[Unknown("u")])
-    loop = ForEach("each", "obj", ["cup", "tray"], each=[body, go("tray")])
+    loop = for_each("each", item="obj", over=["cup", "tray"], each=[body, go("tray")])
     runner = runner_for(one_phase(lambda: loop), clock, example_runtime(clock))
     run_to_end(runner, clock)
     assert runner.result is not None and runner.result.reason == "aborted_unknown"
@@ -126,7 +126,7 @@ def test_before_runs_to_the_end_before_every_choice(clock: FakeClock) -> None:
             seen.append("look")
             return super().update()
 
-    loop = ForEach("each", "obj", ["cup", "tray"], each=[go("cup"), go("tray")],
+    loop = for_each("each", item="obj", over=["cup", "tray"], each=[go("cup"), go("tray")],
                    before=Look("look"))
     runner = runner_for(one_phase(lambda: loop), clock, example_runtime(clock))
     run_to_end(runner, clock)
@@ -135,7 +135,7 @@ def test_before_runs_to_the_end_before_every_choice(clock: FakeClock) -> None:
 
 def test_a_loop_built_without_a_body_per_item_is_refused_before_it_runs(
         clock: FakeClock) -> None:
-    loop = ForEach("each", "obj", ["cup", "tray"], each=[go("cup")])
+    loop = for_each("each", item="obj", over=["cup", "tray"], each=[go("cup")])
     with pytest.raises(DefinitionError, match=r"for_each 'each' needs one body per item of "
                        r"over=\['cup', 'tray'\], named after it; its bodies: \['cup'\]"):
         runner_for(one_phase(lambda: loop), clock, example_runtime(clock))
@@ -152,7 +152,7 @@ def test_bad_loop_settings_are_refused_with_what_and_where(kwargs: dict[str, Any
                                                            message: str) -> None:
     settings = {"over": ["cup"], **kwargs}
     with pytest.raises(DefinitionError, match="for_each 'each': ") as err:
-        ForEach("each", "obj", settings.pop("over"), **settings)
+        for_each("each", item="obj", **settings)
     assert message in err.value.message
 
 
@@ -162,7 +162,7 @@ def test_a_resumed_loop_never_resends_an_items_command(tmp_path: Path) -> None:
     journal = tmp_path / "run.db"
 
     def task() -> Any:
-        return one_phase(lambda: ForEach("each", "obj", ["cup", "tray"],
+        return one_phase(lambda: for_each("each", item="obj", over=["cup", "tray"],
                                          each=[go("cup"), go("tray", 2.0)]))
 
     second = "r1/work.1/each/tray/go/go.act#1"
