@@ -185,3 +185,27 @@ def test_a_resumed_loop_never_resends_an_items_command(tmp_path: Path) -> None:
     assert "r1/work.1/each/cup/go/go.act#1" not in sent
     again.close()
     ledger.close()
+
+
+def test_the_current_item_shows_in_the_replay_the_graph_and_the_console(
+        clock: FakeClock) -> None:
+    from harness_bt.console.feed import Feed
+    from harness_bt.viz.frames import frame_at
+    from harness_bt.viz.render import render
+
+    loop = for_each("each", item="obj", over=["cup", "tray"], each=[go("cup"), go("tray")])
+    runner = runner_for(one_phase(lambda: loop), clock, example_runtime(clock))
+    run_to_end(runner, clock)
+    events = runner.trace.events
+    second = next(e["seq"] for e in events
+                  if e["kind"] == "iteration" and e["data"]["item"] == "tray")
+    assert frame_at(events, second).node("work", "each").item == "#2 tray run 1"
+    assert frame_at(events, None).node("work", "each").item == "done in 2 run(s)"
+    assert "#2 tray run 1" in str(render(trace=events, at=second, fmt="dot"))
+    feed = Feed(parse_event(events[0]).structure)  # type: ignore[attr-defined]
+    for e in events:
+        feed.on_event(e)
+    feed.drain()
+    texts = [text for _, kind, text in feed.build()["events"] if kind == "iteration"]
+    assert texts[-3:] == ["each #2 tray (run 1) start", "each #2 tray (run 1) end SUCCESS",
+                          "each: no item left"]
