@@ -209,5 +209,6 @@ def clear_task(objects: Sequence[str], container: str, slots: Sequence[Sequence[
                                    "slot; again until none is left"),
         budget=TaskBudget(max_retries=24, max_time_s=75.0),
         description="put every cube on the table in the container, the one nearest to it first",
-        instruction=f"clear the table into the {container}", version="1", scene="clear_table",
+        instruction=f"put every cube in the {container}, nearest first", version="1",
+        scene="clear_table",
         params={"container": container})
