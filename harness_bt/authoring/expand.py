@@ -124,11 +124,12 @@ class Expander:
         """A ``for_each``'s body, one use of its subtree per item (named after the item, given
         it as the input ``item`` names): what the loop runs for that item."""
         over, body, item = node.get("over"), node.get("body"), node.get("item")
-        values = node.get("values") if isinstance(node.get("values"), dict) else {}
+        values: dict[str, Any] = node["values"] if isinstance(node.get("values"), dict) else {}
         if not isinstance(body, str) or not isinstance(item, str) \
                 or not isinstance(over, list) or not all(isinstance(i, str) for i in over):
             return []  # reported by the node checks
-        per_item = node.get("per_item") if isinstance(node.get("per_item"), dict) else {}
+        per_item: dict[str, Any] = node["per_item"] if isinstance(node.get("per_item"), dict) \
+            else {}
         if body not in self.library.subtrees:
             known = sorted(self.library.subtrees)
             self._problem("UNKNOWN_SUBTREE", f"unknown subtree {body!r}; known: "

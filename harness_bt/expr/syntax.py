@@ -357,8 +357,9 @@ class _Parser:
                              f"e.g. {start.text}.name or {start.text}['a.b']")
         if root == "world":  # world.<id>.<field>, world.objects[<i>].<field>
             at = 2 if steps[0] == "objects" else 1
-            if len(steps) > at and isinstance(steps[at], str):
-                self.field(steps[at], start)
+            step = steps[at] if len(steps) > at else None
+            if isinstance(step, str):
+                self.field(step, start)
         return ("path", root, tuple(steps), start.col)
 
     def steps(self) -> list[str | int]:

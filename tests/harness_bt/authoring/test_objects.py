@@ -57,7 +57,8 @@ def test_skill_parameters_and_world_names_in_guards_are_checked_all_at_once(
         "includes: [steps.yaml]", f"includes: [{TREES / 'steps.yaml'}]").replace(
         "where: \"it.in != '{container}'\"",
         "where: \"it.in != '{container}' and world.red_cube_9.in == null\"").replace(
-        "objects: [red_cube_1, red_cube_2, red_cube_3,", "objects: [red_cube_1, red_cube_2, blue_cub,")
+        "objects: [red_cube_1, red_cube_2, red_cube_3,",
+        "objects: [red_cube_1, red_cube_2, blue_cub,")
     path = tmp_path / "sort.yaml"
     path.write_text(text)
     assert main(["validate", str(path)]) == 1
