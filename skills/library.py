@@ -11,15 +11,23 @@ the scene in each parameter), so a change made on one side only fails the tests.
   (a pose derived as data, with no premise on the moved object).
 - :func:`sort_task`: a loop through the statechart: survey, pick the next object of a group
   that is not in the container yet, put it in, survey again; done when none is left.
+- :func:`clear_task`: the same loop as one ``for_each`` node (``clear_table``): survey, put
+  the object left outside the container that ``order`` picks (nearest it) in its slot, again
+  until none is left.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import py_trees
 
 from harness_bt import Final, Phase, Task, TaskBudget, on
-from harness_bt.authoring.compile import compile_guard
 from harness_bt.nodes import DerivePose, act_and_evaluate
+from harness_bt.nodes.decorators import RecoveryGate
+from harness_bt.nodes.loops import BodyUse, Choice, ForEach
 from skills.phase_trees import (
     Behaviour,
     approach_tree,
@@ -35,7 +43,7 @@ from skills.phase_trees import (
     sequence,
 )
 
-__all__ = ["RECOVERIES", "move_task", "pick_task", "place_at_task", "sort_task"]
+__all__ = ["RECOVERIES", "clear_task", "move_task", "pick_task", "place_at_task", "sort_task"]
 
 PICK_ABORTS = ("aborted_not_observed", "aborted_approach", "aborted_grasp",
                "aborted_grasp_failed")
@@ -131,55 +139,76 @@ def place_at_task(target: str, offset: Sequence[float]) -> Task:
     )
 
 
-def _put_away_tree(obj: str, container: str, slot: Sequence[float]) -> Callable[[], Behaviour]:
-    return lambda: _put_away(obj, container, slot)
+def _put_away_or_let_go(obj: str, container: str, slot: Sequence[float]) -> Behaviour:
+    """steps.yaml's ``put_away`` for ``obj``, named after it (a ``for_each`` body)."""
+    return py_trees.composites.Selector(obj, memory=True, children=[
+        sequence("pick_and_put", approach_tree(obj), grasp_tree(obj), evaluate_tree(obj),
+                 carry_tree(obj, container), put_in_slot_tree(obj, container, slot)),
+        sequence("after_a_failure", RecoveryGate("plain_failure"),
+                 act_and_evaluate("let_go", "release", params={"object_id": obj}),
+                 py_trees.behaviours.Failure("failed"))])
 
 
-def _let_go_tree(obj: str) -> Callable[[], Behaviour]:
-    return lambda: act_and_evaluate("let_go", "release", params={"object_id": obj})
+@dataclass(frozen=True)
+class _Loop:
+    """One ``for_each`` over ``objects`` into ``container`` (trees/sort.yaml, clear_table)."""
 
+    name: str
+    objects: Sequence[str]
+    container: str
+    slots: Sequence[Sequence[float]]
+    order: str | None
+    attempts: int
 
-def _put_away(obj: str, container: str, slot: Sequence[float]) -> Behaviour:
-    return sequence("put_away", approach_tree(obj), grasp_tree(obj), evaluate_tree(obj),
-                    carry_tree(obj, container), put_in_slot_tree(obj, container, slot))
+    def tree(self) -> Behaviour:
+        pairs = list(zip(self.objects, self.slots, strict=True))
+        survey = sequence("survey", act_and_evaluate("clear_view", "home"),
+                          look("look", *self.objects, self.container))
+        return ForEach(
+            self.name, "obj", list(self.objects),
+            [_put_away_or_let_go(o, self.container, s) for o, s in pairs], before=survey,
+            choice=Choice(f"it.in != '{self.container}'", self.order, self.attempts),
+            body=BodyUse("put_away", {"dest": self.container},
+                         {"slot": {o: list(s) for o, s in pairs}}))
+
+    def phases(self, phase: str, description: str) -> list[Any]:
+        return [Phase(phase, self.tree, description=description, transitions=[
+            on("succeeded", "done"), on("failed", "aborted_failed"),
+            on("unknown", "aborted_unknown"), on("budget_exhausted", "aborted_budget_exhausted")]),
+            Final("done", reason="done"), Final("aborted_failed"), Final("aborted_unknown"),
+            Final("aborted_budget_exhausted")]
 
 
 def sort_task(objects: Sequence[str], container: str,
               slots: Sequence[Sequence[float]]) -> Task:
     """``sort``: every object of ``objects`` into ``container``, each in its slot (an offset
-    from the container's centre, so that they do not land on one another), in a loop (see the
-    module docstring)."""
-    survey = [on("succeeded", f"put_{o}", guard=compile_guard(f"world.{o}.in != '{container}'"))
-              for o in objects]
+    from the container's centre, so that they do not land on one another): one ``for_each``
+    that surveys before each object and takes the first left outside, in ``objects``' order;
+    one knocked out on the way is left again, and put in again."""
+    loop = _Loop("reds", objects, container, slots, order=None, attempts=4)
     return Task(
-        "sort",
-        [
-            Phase("survey", lambda: sequence(
-                "survey", act_and_evaluate("clear_view", "home"),
-                look("look", *objects, container)), transitions=[
-                *survey, on("succeeded", "done"), on("failed", "aborted_not_observed")],
-                description="move the arm out of the view, see every object to sort and the "
-                            "container; go on with the first one not in it yet, or end when "
-                            "none is left"),
-            *(Phase(f"put_{o}", _put_away_tree(o, container, s), transitions=[
-                on("succeeded", "survey"), on("failed", f"let_go_{i}"),
-                on("unknown", "aborted_unknown"),
-                on("budget_exhausted", "aborted_budget_exhausted")],
-                description=f"pick {o}, put it in its slot in the container; after a failure "
-                            "let go and survey again")
-              for i, (o, s) in enumerate(zip(objects, slots, strict=True), start=1)),
-            *(Phase(f"let_go_{i}", _let_go_tree(o), transitions=[
-                on("succeeded", "survey"), on("failed", "survey"), on("unknown", "survey")],
-                description=f"open the hand over wherever {o} is (it may still hold it), then "
-                            "survey again")
-              for i, o in enumerate(objects, start=1)),
-            Final("done", reason="done"), Final("aborted_not_observed"),
-            Final("aborted_unknown"), Final("aborted_budget_exhausted"),
-        ],
-        initial="survey", budget=TaskBudget(max_retries=24, max_time_s=75.0),
+        "sort", loop.phases("sort", "move the arm out of the view and see every object to "
+                            "sort and the container; put the first one not in it yet in its "
+                            "slot (after a failure: let go); again until none is left"),
+        budget=TaskBudget(max_retries=24, max_time_s=75.0),
         description="Put every object of a group into the container, one at a time, looking "
                     "again after each: an object knocked out on the way is simply put in "
                     "again, and the task ends when none is left outside.",
         instruction=f"put every red cube in the {container}", version="1", scene="sort",
         params={"container": container},
     )
+
+
+def clear_task(objects: Sequence[str], container: str, slots: Sequence[Sequence[float]],
+               *, order: str | None) -> Task:
+    """``clear_table``: every object of ``objects`` into ``container``, each in its slot, one
+    ``for_each`` choosing the next left outside (by ``order``) after a survey each time."""
+    loop = _Loop("cubes", objects, container, slots, order=order, attempts=3)
+    return Task(
+        "clear_table", loop.phases("clear", "look; put the cube nearest the container in its "
+                                   "slot; again until none is left"),
+        budget=TaskBudget(max_retries=24, max_time_s=75.0),
+        description="put every cube on the table in the container, the one nearest to it first",
+        instruction=f"put every cube in the {container}, nearest first", version="1",
+        scene="clear_table",
+        params={"container": container})

@@ -114,6 +114,42 @@ class Expander:
                 out[key] = value
         if isinstance(name, str):
             self._implicit_writes(manifest, node, out, doc, path, mapping, label, via)
+        if node["type"] == "for_each":
+            out["each"] = self._each(node, doc, path, mapping, via, stack, scope)
+        return out
+
+    def _each(self, node: dict[str, Any], doc: Document, path: DocPath, mapping: KeyMap,
+              via: tuple[str, ...], stack: tuple[str, ...], scope: Scope
+              ) -> list[dict[str, Any] | None]:
+        """A ``for_each``'s body, one use of its subtree per item (named after the item, given
+        it as the input ``item`` names): what the loop runs for that item."""
+        over, body, item = node.get("over"), node.get("body"), node.get("item")
+        values: dict[str, Any] = node["values"] if isinstance(node.get("values"), dict) else {}
+        if not isinstance(body, str) or not isinstance(item, str) \
+                or not isinstance(over, list) or not all(isinstance(i, str) for i in over):
+            return []  # reported by the node checks
+        per_item: dict[str, Any] = node["per_item"] if isinstance(node.get("per_item"), dict) \
+            else {}
+        if body not in self.library.subtrees:
+            known = sorted(self.library.subtrees)
+            self._problem("UNKNOWN_SUBTREE", f"unknown subtree {body!r}; known: "
+                          f"{', '.join(known) or '(none)'}{did_you_mean(body, known)}",
+                          doc, (*path, "body"),
+                          "define it under 'subtrees:' or include the file that does")
+            return []
+        out = []
+        for each in over:
+            given = {**values, item: each}
+            for key, by_item in per_item.items():
+                if isinstance(by_item, dict) and each in by_item:
+                    given[key] = by_item[each]
+                else:
+                    self._problem("MISSING_ITEM_VALUE", f"per_item {key!r} of for_each "
+                                  f"{node.get('name')!r} gives no value for item {each!r}",
+                                  doc, (*path, "per_item", key),
+                                  f"add {each}: <value> under per_item.{key}")
+            out.append(self._use({"subtree": body, "name": each, "values": given},
+                                 doc, (*path, "body"), mapping, via, stack, scope))
         return out
 
     # ------------------------------------------------------------------ blackboard keys

@@ -98,6 +98,15 @@ def _names(kind: str, node: dict[str, Any], skills: Any) -> Iterator[tuple[Any, 
     if kind == "wait_for" and isinstance(node.get("when"), str):
         for name in _world_reads(node["when"]):
             yield name, ("when",), "world." + name
+    if kind == "for_each":
+        if isinstance(node.get("over"), list):
+            for i, name in enumerate(node["over"]):
+                yield name, ("over", i), "over"
+        for port, bound in (("where", ("it",)), ("order", ("items",))):
+            if isinstance(node.get(port), str):
+                for name in _world_reads(node[port], bound):
+                    if name != "objects":  # world.objects: every object, no name
+                        yield name, (port,), "world." + name
     if kind in _ACTIONS:
         if isinstance(node.get("objects"), dict):
             for param, name in node["objects"].items():
@@ -122,9 +131,9 @@ def _names(kind: str, node: dict[str, Any], skills: Any) -> Iterator[tuple[Any, 
                     yield name, ("postconditions", i, "params", param), f"postcondition {param}"
 
 
-def _world_reads(text: str) -> list[str]:
+def _world_reads(text: str, bound: tuple[str, ...] = ()) -> list[str]:
     try:
-        return compile_expr(text, roots=("outcome", "bb", "world")).reads("world")
+        return compile_expr(text, roots=("outcome", "bb", "world"), bound=bound).reads("world")
     except ExprError:
         return []  # the expression checks report it
 

@@ -37,6 +37,7 @@ class TraceKind(StrEnum):
     BREAKER = "breaker"
     VERDICT = "verdict"  # with evidence
     RECOVERY = "recovery"
+    ITERATION = "iteration"  # a for_each loop: an item's run started / ended, or none is left
     WAITING = "waiting"  # for a resource
     BLACKBOARD = "blackboard"  # a write
     RECONCILE = "reconcile"

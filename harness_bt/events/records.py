@@ -45,6 +45,7 @@ __all__ = [
     "FaultInjectedEvent",
     "FrameEvent",
     "HandoverEvent",
+    "IterationEvent",
     "LatencyEvent",
     "NodeErrorEvent",
     "NodeEvent",
@@ -207,6 +208,21 @@ class ReissueEvent(NodeEvent):
 @_record
 class RecoveryEvent(NodeEvent):
     pass
+
+
+@_record
+class IterationEvent(NodeEvent):
+    """``iteration``: a ``for_each`` loop (``node_path``) began (``stage`` ``start``) or ended
+    (``end``, with the body's ``status``) a run of its body for ``item`` (the ``index``-th run
+    of the loop, this item's ``run``-th), or found nothing left to do (``done``); ``left``:
+    the items still to do when it chose."""
+
+    stage: str = field_of(text)
+    item: str = field_of(text, default="")
+    index: int = field_of(integer, default=0)
+    run: int = field_of(integer, default=0)
+    status: str = field_of(text, default="")
+    left: tuple[str, ...] = field_of(texts, default=())
 
 
 @_record
@@ -466,7 +482,8 @@ RECORDS: dict[TraceKind, type[Event]] = {
     TraceKind.UNHANDLED: UnhandledEvent, TraceKind.FAILURE: FailureEvent,
     TraceKind.NODE_ERROR: NodeErrorEvent, TraceKind.BUDGET: BudgetEvent,
     TraceKind.BREAKER: BreakerEvent, TraceKind.VERDICT: VerdictEvent,
-    TraceKind.RECOVERY: RecoveryEvent, TraceKind.WAITING: WaitingEvent,
+    TraceKind.RECOVERY: RecoveryEvent, TraceKind.ITERATION: IterationEvent,
+    TraceKind.WAITING: WaitingEvent,
     TraceKind.BLACKBOARD: BlackboardEvent, TraceKind.RECONCILE: ReconcileEvent,
     TraceKind.LATENCY: LatencyEvent, TraceKind.NOTICE: NoticeEvent,
     TraceKind.ORPHAN_EVENT: OrphanRuntimeEvent, TraceKind.ERROR: ErrorEvent,

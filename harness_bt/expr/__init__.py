@@ -19,14 +19,20 @@ chain)::
     unary      := "-" unary | primary
     primary    := NUMBER | STRING | true | false | null | "(" expr ")"
                 | "[" [expr ("," expr)*] "]" | FUNCTION "(" [expr ("," expr)*] ")" | path
-    path       := ROOT ("." NAME | "[" (STRING | NUMBER) "]")*
+                | "let" NAME "=" expr ("," NAME "=" expr)* "in" expr | BOUND steps
+    path       := ROOT steps
+    steps      := ("." NAME | "[" (STRING | NUMBER) "]")*
 
 Roots: ``bb`` (or ``blackboard``): the run's blackboard; ``world``: the world model, one entry
 per object id (``world.cup.confidence``, ``.pose``, ``.position``, ``.extent``, ``.version``,
-``.age_s``, ``.label``, ``.on``, ``.in``, ``.held_by``); ``outcome`` (transition guards only):
-``.kind``, ``.reason``, ``.node_path``, ``.retryable``, ``.details``. Functions: ``exists``,
-``len``, ``abs``, ``min``, ``max``, ``all`` / ``any`` (every / some argument true, lists taken
-item by item) and ``count`` (how many are).
+``.age_s``, ``.label``, ``.on``, ``.in``, ``.held_by``, ``.id``; ``world.objects``: every
+object, by id); ``outcome`` (transition guards only): ``.kind``, ``.reason``, ``.node_path``,
+``.retryable``, ``.details``. Functions: ``exists``, ``len``, ``abs``, ``min``, ``max``,
+``all`` / ``any`` (every / some argument true, lists taken item by item), ``count`` (how many
+are), ``nearest(objects, to)``, and the selectors ``filter`` / ``argmin`` / ``argmax``
+(``argmin(world.objects, it.position[2])``: the second argument once per item, as ``it``).
+``let d = world.tray.position in ...`` names a sub-expression. The reference is
+docs/expressions.md.
 
 The same language judges a scene (:mod:`harness_bt.expr.calls`): there the calls are the
 scene's predicates over the simulator's state and bare names are its objects, groups and
@@ -45,10 +51,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness_bt.expr.calls import Condition, Function, Name, compile_condition
-from harness_bt.expr.evaluate import MISSING, Each, Resolver, evaluate, object_view, run_env
+from harness_bt.expr.evaluate import (
+    MISSING,
+    Bound,
+    Each,
+    Resolver,
+    evaluate,
+    object_view,
+    run_env,
+)
 from harness_bt.expr.syntax import ExprError, Node, parse, unparse, walk
 
-__all__ = ["MISSING", "Condition", "Each", "ExprError", "Expression", "Function", "Name",
+__all__ = ["MISSING", "Bound", "Condition", "Each", "ExprError", "Expression", "Function", "Name",
            "compile_condition", "compile_expr", "object_view", "run_env"]
 
 
@@ -86,12 +100,14 @@ class Expression:
         return self.text
 
 
-def compile_expr(text: str, *, roots: Iterable[str] = ("bb", "world", "outcome")
-                 ) -> Expression:
-    """Parse ``text``; ``roots`` are the path roots this place allows. Raises
-    :class:`ExprError` (with a column and a fix) on any syntax or name error."""
+def compile_expr(text: str, *, roots: Iterable[str] = ("bb", "world", "outcome"),
+                 bound: Iterable[str] = ()) -> Expression:
+    """Parse ``text``; ``roots`` are the path roots this place allows, ``bound`` the names it
+    gives a value (``items`` in a ``for_each`` order: pass them as :class:`Bound` in the
+    environment). Raises :class:`ExprError` (with a column and a fix) on any syntax or name
+    error."""
     if not isinstance(text, str):
         raise ExprError(f"an expression is text, got {type(text).__name__}", str(text), 1)
     allowed = frozenset(roots)
-    tree = parse(text, allowed)
+    tree = parse(text, allowed, bound=bound)
     return Expression(text, tree, allowed)

@@ -10,7 +10,8 @@ from typing import Any
 
 from harness_bt.expr.syntax import ExprError, Node
 
-__all__ = ["MISSING", "Apply", "Each", "Resolver", "evaluate", "object_view", "run_env"]
+__all__ = ["MISSING", "Apply", "Bound", "Each", "Resolver", "evaluate", "object_view",
+           "run_env"]
 
 
 class _Missing:
@@ -114,6 +115,68 @@ def _call(fn: str, args: list[Any]) -> Any:
     return min(args) if fn == "min" else max(args)
 
 
+class Bound:
+    """A name's value (a ``let`` binding, a selector's ``it``, a place's own names such as
+    ``items``): a resolver like the roots', and the whole value for the bare name."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self, key: str | int) -> Any:
+        return _step(self.value, key)
+
+
+def _position(value: Any, env: Mapping[str, Any]) -> list[float] | None:
+    """Where a value is: an object (its view, or its id looked up in the world) or a list of
+    two or three numbers."""
+    if isinstance(value, str) and "world" in env:
+        value = env["world"](value)
+    if isinstance(value, Mapping):
+        value = value.get("position", MISSING)
+    if isinstance(value, list | tuple) and 2 <= len(value) <= 7 \
+            and all(_number(v) for v in value):
+        return [float(v) for v in value[:3]]
+    return None
+
+
+def _nearest(args: list[Any], env: Mapping[str, Any]) -> Any:
+    items, to = args
+    target = _position(to, env)
+    if not isinstance(items, list | tuple) or target is None:
+        return MISSING
+    best, best_d = MISSING, math.inf
+    for item in items:
+        here = _position(item, env)
+        if here is None:
+            continue
+        d = sum((a - b) ** 2 for a, b in zip(here, target, strict=False))
+        if d < best_d:  # ties keep the first: the order of the items decides
+            best, best_d = item, d
+    return best
+
+
+def _select(node: Node, env: Mapping[str, Any], apply: Any) -> Any:
+    _, fn, items_node, per_item, _ = node
+    items = evaluate(items_node, env, apply)
+    if not isinstance(items, list | tuple):
+        return MISSING
+    scope = dict(env)
+    keep: list[Any] = []
+    best, best_v = MISSING, None
+    for item in items:
+        scope["it"] = Bound(item)
+        value = evaluate(per_item, scope, apply)
+        if fn == "filter":
+            if value is not MISSING and bool(value):
+                keep.append(item)
+        elif _number(value) and (best_v is None or (value < best_v if fn == "argmin"
+                                                    else value > best_v)):
+            best, best_v = item, value  # ties keep the first
+    return keep if fn == "filter" else best
+
+
 Resolver = Callable[[str | int], Any]
 #: Runs one bound call: (function name, argument values, the call's text) -> its value.
 Apply = Callable[[str, list[Any], str], Any]
@@ -154,8 +217,27 @@ def evaluate(node: Node, env: Mapping[str, Resolver], apply: Apply | None = None
         return value
     if tag == "list":
         return [evaluate(n, env, apply) for n in node[1]]
+    if tag == "var":
+        bound = env.get(node[1])
+        value = bound.value if isinstance(bound, Bound) else MISSING
+        for key in node[2]:
+            value = _step(value, key)
+        return value
+    if tag == "let":
+        scope = dict(env)
+        for name, value_node in node[1]:
+            scope[name] = Bound(evaluate(value_node, scope, apply))
+        return evaluate(node[2], scope, apply)
+    if tag == "select":
+        return _select(node, env, apply)
+    if tag == "at":
+        value = evaluate(node[1], env, apply)
+        for key in node[2]:
+            value = _step(value, key)
+        return value
     if tag == "call":
-        return _call(node[1], [evaluate(n, env, apply) for n in node[2]])
+        args = [evaluate(n, env, apply) for n in node[2]]
+        return _nearest(args, env) if node[1] == "nearest" else _call(node[1], args)
     if tag == "not":
         return not evaluate(node[1], env, apply)
     if tag == "and":
@@ -178,7 +260,8 @@ def object_view(obj: Any, age_s: float | None) -> dict[str, Any]:
     """What ``world.<id>`` shows of a world object: plain data only."""
     pose = obj.pose.to_list()
     rels = {str(k): v for k, v in obj.relations.items()}
-    return {"pose": pose, "position": pose[:3], "extent": list(obj.extent),
+    return {"id": getattr(obj, "object_id", MISSING), "pose": pose, "position": pose[:3],
+            "extent": list(obj.extent),
             "confidence": obj.confidence, "version": obj.version, "label": obj.label,
             "age_s": MISSING if age_s is None else age_s,
             "on": rels.get("on"), "in": rels.get("in"), "held_by": rels.get("held_by")}
@@ -197,6 +280,9 @@ def run_env(*, blackboard: Any = None, world: Any = None, now: float | None = No
         def wo(key: str | int) -> Any:
             obj = world.get(str(key))
             if obj is None:
+                if key == "objects" and hasattr(world, "objects"):
+                    return [wo(o.object_id) for o in
+                            sorted(world.objects(), key=lambda o: o.object_id)]
                 return MISSING
             try:
                 age = world.age(str(key)) if now is None else world.age(str(key), now)

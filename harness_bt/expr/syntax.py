@@ -9,14 +9,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness_bt.errors import DefinitionError
+from harness_bt.plugins import did_you_mean
 
-__all__ = ["FUNCTIONS", "ROOTS", "ExprError", "Node", "parse", "unparse", "walk"]
+__all__ = ["FUNCTIONS", "OBJECT_FIELDS", "ROOTS", "SELECTORS", "ExprError", "Node", "parse",
+           "unparse", "walk"]
 
 ROOTS = {"bb": "bb", "blackboard": "bb", "world": "world", "outcome": "outcome"}
-FUNCTIONS = ("abs", "all", "any", "count", "exists", "len", "max", "min")
+#: functions whose second argument is evaluated once per item, with the item bound to ``it``
+SELECTORS = ("argmax", "argmin", "filter")
+FUNCTIONS = ("abs", "all", "any", "argmax", "argmin", "count", "exists", "filter", "len", "max",
+             "min", "nearest")
 _ARITY = {"exists": (1, 1), "len": (1, 1), "abs": (1, 1), "min": (2, 99), "max": (2, 99),
-          "all": (1, 99), "any": (1, 99), "count": (1, 99)}
-_KEYWORDS = {"and", "or", "not", "in", "true", "false", "null"}
+          "all": (1, 99), "any": (1, 99), "count": (1, 99), "nearest": (2, 2)}
+#: what ``world.<id>`` (and an item of ``world.objects``) shows of an object
+OBJECT_FIELDS = ("age_s", "confidence", "extent", "held_by", "id", "in", "label", "on", "pose",
+                 "position", "version")
+_KEYWORDS = {"and", "or", "not", "in", "true", "false", "null", "let"}
 
 
 class ExprError(DefinitionError):
@@ -54,6 +62,10 @@ def _tokens(text: str) -> list[_Tok]:
     pos = 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
+        if m is None and text[pos] == "=" and _binding(out):
+            out.append(_Tok("op", "=", pos + 1))
+            pos += 1
+            continue
         if m is None:
             ch = text[pos]
             fix = "use '==' to compare; a function's arguments are positional" if ch == "=" \
@@ -70,23 +82,38 @@ def _tokens(text: str) -> list[_Tok]:
     return out
 
 
+def _binding(toks: list[_Tok]) -> bool:
+    """Whether a '=' here binds a name (``let x = ...``, ``..., y = ...`` inside a let)."""
+    if len(toks) < 2 or toks[-1].kind != "name" or toks[-1].text in _KEYWORDS:
+        return False
+    if toks[-2].kind == "name" and toks[-2].text == "let":
+        return True
+    return toks[-2].text == "," and any(t.kind == "name" and t.text == "let" for t in toks)
+
+
 # ---------------------------------------------------------------------------- syntax tree
 # Nodes are tuples: ("lit", value) ("path", root, (steps...), col)
 # ("call", fn, (args...), col, end) -- text[col - 1:end] is the call as written
 # ("name", word, col) -- a bare name, only where names are open (see parse)
 # ("list", (items...)) ("not", x) ("and", a, b) ("or", a, b) ("cmp", op, a, b)
 # ("arith", op, a, b) ("neg", x)
+# ("var", word, (steps...), col) -- a name bound by let, a selector's 'it', or the place
+# ("let", ((word, value), ...), body) ("select", fn, items, per_item, col)
+# ("at", value, (steps...)) -- a field or an index of a computed value: nearest(...).id
 
 Node = tuple[Any, ...]
 
 
 class _Parser:
-    def __init__(self, text: str, roots: Iterable[str], open_names: bool) -> None:
+    def __init__(self, text: str, roots: Iterable[str], open_names: bool,
+                 bound: Iterable[str] = ()) -> None:
         self.text = text
         self.toks = _tokens(text)
         self.i = 0
         self.roots = set(roots)
         self.open = open_names
+        self.bound = list(bound)  # names in scope: let bindings, 'it', the place's own
+        self.no_in = 0  # > 0 while reading a let binding's value ('in' ends it)
 
     def peek(self, offset: int = 0) -> _Tok:
         return self.toks[min(self.i + offset, len(self.toks) - 1)]
@@ -142,7 +169,7 @@ class _Parser:
         op = None
         if tok.kind == "op" and tok.text in ("==", "!=", "<", "<=", ">", ">="):
             op = self.take().text
-        elif tok.kind == "name" and tok.text == "in":
+        elif tok.kind == "name" and tok.text == "in" and not self.no_in:
             self.take()
             op = "in"
         elif tok.kind == "name" and tok.text == "not" and self.peek(1).text == "in":
@@ -178,6 +205,17 @@ class _Parser:
         return self.primary()
 
     def primary(self) -> Node:
+        node = self.atom()
+        if node[0] in ("call", "select", "let", "list") or self._parens:
+            self._parens = False
+            if self.peek().kind == "op" and self.peek().text in (".", "["):
+                return ("at", node, tuple(self.steps()))
+        self._parens = False
+        return node
+
+    _parens = False
+
+    def atom(self) -> Node:
         tok = self.take()
         if tok.kind == "number":
             value = float(tok.text) if any(c in tok.text for c in ".eE") else int(tok.text)
@@ -185,8 +223,9 @@ class _Parser:
         if tok.kind == "string":
             return ("lit", _unquote(tok.text))
         if tok.kind == "op" and tok.text == "(":
-            node = self.or_()
+            node = self.inner(self.or_)
             self.expect(")")
+            self._parens = True
             return node
         if tok.kind == "op" and tok.text == "[":
             items = self.items("]")
@@ -198,11 +237,18 @@ class _Parser:
             if word in ("True", "False", "None"):
                 lower = {"True": "true", "False": "false", "None": "null"}[word]
                 raise self.error(f"unknown name {word!r}", tok, f"write {lower!r}")
+            if word == "let" and not self.open:
+                return self.let(tok)
+            if word in self.bound:
+                return self.var(word, tok)
             if self.peek().kind == "op" and self.peek().text == "(":
                 if word not in FUNCTIONS and not self.open:
                     raise self.error(f"unknown function {word!r}", tok,
-                                     f"known: {', '.join(FUNCTIONS)}")
+                                     f"known: {', '.join(FUNCTIONS)}"
+                                     f"{did_you_mean(word, FUNCTIONS)}")
                 self.take()
+                if word in SELECTORS and not self.open:
+                    return self.select(word, tok)
                 args = self.items(")")
                 end = self.toks[self.i - 1].col  # the closing ')'
                 arity = _ARITY.get(word)
@@ -216,15 +262,81 @@ class _Parser:
             if self.open and (word not in ROOTS or ROOTS[word] not in self.roots):
                 return ("name", word, tok.col)
             if word not in ROOTS or ROOTS[word] not in self.roots:
-                known = sorted(r for r, v in ROOTS.items() if v in self.roots)
+                known = sorted({*(r for r, v in ROOTS.items() if v in self.roots),
+                                *self.bound})
                 raise self.error(f"unknown name {word!r}", tok,
                                  f"a path starts with one of {', '.join(known)}; write "
-                                 "strings in quotes")
+                                 f"strings in quotes{did_you_mean(word, known)}")
             return self.path(ROOTS[word], tok)
         got = "the end" if tok.kind == "end" else repr(tok.text)
         raise self.error(f"expected a value, found {got}", tok)
 
+    def let(self, start: _Tok) -> Node:
+        """``let NAME = value (, NAME = value)* in body``: each value sees the names before."""
+        bindings: list[tuple[str, Node]] = []
+        depth = len(self.bound)
+        while True:
+            tok = self.take()
+            if tok.kind != "name" or tok.text in _KEYWORDS or tok.text in ROOTS:
+                raise self.error("expected a name to bind after 'let'", tok,
+                                 "write let NAME = value in expression")
+            self.expect("=")
+            self.no_in += 1
+            try:
+                value = self.or_()
+            finally:
+                self.no_in -= 1
+            bindings.append((tok.text, value))
+            self.bound.append(tok.text)
+            if self.peek().kind == "op" and self.peek().text == ",":
+                self.take()
+                continue
+            break
+        if not (self.peek().kind == "name" and self.peek().text == "in"):
+            raise self.error("a let needs 'in' and the expression that uses its names",
+                             self.peek(), "write let NAME = value in expression; use "
+                             "parentheses for the operator 'in' in a binding")
+        self.take()
+        body = self.or_()
+        del self.bound[depth:]
+        return ("let", tuple(bindings), body)
+
+    def var(self, word: str, start: _Tok) -> Node:
+        steps = self.steps()
+        if word == "it" and steps and isinstance(steps[0], str):
+            self.field(steps[0], start)
+        return ("var", word, tuple(steps), start.col)
+
+    def select(self, fn: str, start: _Tok) -> Node:
+        """``argmin(items, per_item)`` and co.: ``per_item`` sees each item as ``it``."""
+        items = self.inner(self.or_)
+        self.expect(",")
+        self.bound.append("it")
+        try:
+            per_item = self.inner(self.or_)
+        finally:
+            self.bound.pop()
+        self.expect(")")
+        return ("select", fn, items, per_item, start.col)
+
+    def field(self, name: str, tok: _Tok) -> None:
+        if name not in OBJECT_FIELDS:
+            raise self.error(f"an object has no field {name!r}", tok,
+                             f"its fields: {', '.join(OBJECT_FIELDS)}"
+                             f"{did_you_mean(name, OBJECT_FIELDS)}")
+
+    def inner(self, read: Any) -> Any:
+        """Inside brackets 'in' is the operator again, even in a let binding's value."""
+        saved, self.no_in = self.no_in, 0
+        try:
+            return read()
+        finally:
+            self.no_in = saved
+
     def items(self, close: str) -> list[Node]:
+        return self.inner(lambda: self._items(close))
+
+    def _items(self, close: str) -> list[Node]:
         items: list[Node] = []
         if self.peek().kind == "op" and self.peek().text == close:
             self.take()
@@ -239,6 +351,18 @@ class _Parser:
             return items
 
     def path(self, root: str, start: _Tok) -> Node:
+        steps = self.steps()
+        if not steps:
+            raise self.error(f"{start.text!r} needs a key", start,
+                             f"e.g. {start.text}.name or {start.text}['a.b']")
+        if root == "world":  # world.<id>.<field>, world.objects[<i>].<field>
+            at = 2 if steps[0] == "objects" else 1
+            step = steps[at] if len(steps) > at else None
+            if isinstance(step, str):
+                self.field(step, start)
+        return ("path", root, tuple(steps), start.col)
+
+    def steps(self) -> list[str | int]:
         steps: list[str | int] = []
         while self.peek().kind == "op" and self.peek().text in (".", "["):
             if self.take().text == ".":
@@ -256,10 +380,7 @@ class _Parser:
                 else:
                     raise self.error("an index is a quoted key or a whole number", tok)
                 self.expect("]")
-        if not steps:
-            raise self.error(f"{start.text!r} needs a key", start,
-                             f"e.g. {start.text}.name or {start.text}['a.b']")
-        return ("path", root, tuple(steps), start.col)
+        return steps
 
 
 def _unquote(text: str) -> str:
@@ -271,7 +392,7 @@ def _quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-_PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "arith+": 5, "arith*": 6, "neg": 7}
+_PREC = {"let": 0, "or": 1, "and": 2, "not": 3, "cmp": 4, "arith+": 5, "arith*": 6, "neg": 7}
 
 
 def _prec(node: Node) -> int:
@@ -297,17 +418,18 @@ def unparse(node: Node, mapping: Mapping[str, str] | None = None) -> str:
         if root == "bb" and steps and mapping and isinstance(steps[0], str) \
                 and steps[0] in mapping:
             steps = (mapping[steps[0]], *steps[1:])
-        text = root
-        for s in steps:
-            if isinstance(s, int):
-                text += f"[{s}]"
-            elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", s) and s not in _KEYWORDS:
-                text += f".{s}"
-            else:
-                text += f"[{_quote(s)}]"
-        return text
+        return root + _steps_text(steps)
     if tag == "name":
         return str(node[1])
+    if tag == "var":
+        return node[1] + _steps_text(node[2])
+    if tag == "let":
+        binds = ", ".join(f"{k} = {unparse(v, mapping)}" for k, v in node[1])
+        return f"let {binds} in {unparse(node[2], mapping)}"
+    if tag == "select":
+        return f"{node[1]}({unparse(node[2], mapping)}, {unparse(node[3], mapping)})"
+    if tag == "at":
+        return sub(node[1], 9) + _steps_text(node[2])
     if tag == "list":
         return "[" + ", ".join(unparse(n, mapping) for n in node[1]) + "]"
     if tag == "call":
@@ -326,8 +448,26 @@ def unparse(node: Node, mapping: Mapping[str, str] | None = None) -> str:
     return "-" + sub(node[1], _PREC["neg"])
 
 
+def _steps_text(steps: Iterable[str | int]) -> str:
+    text = ""
+    for s in steps:
+        if isinstance(s, int):
+            text += f"[{s}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", s) and s not in _KEYWORDS:
+            text += f".{s}"
+        else:
+            text += f"[{_quote(s)}]"
+    return text
+
+
 def _children(node: Node) -> tuple[Node, ...]:
     tag = node[0]
+    if tag == "let":
+        return (*(v for _, v in node[1]), node[2])
+    if tag == "select":
+        return (node[2], node[3])
+    if tag == "at":
+        return (node[1],)
     if tag == "list":
         return tuple(node[1])
     if tag in ("call", "apply"):
@@ -348,8 +488,10 @@ def walk(node: Node) -> Iterable[Node]:
         yield from walk(child)
 
 
-def parse(text: str, roots: Iterable[str], *, open_names: bool = False) -> Node:
-    """The syntax tree of ``text`` (paths may start at ``roots`` only). With ``open_names``,
+def parse(text: str, roots: Iterable[str], *, open_names: bool = False,
+          bound: Iterable[str] = ()) -> Node:
+    """The syntax tree of ``text`` (paths may start at ``roots`` only; ``bound``: names the
+    place gives a value, such as ``items`` in a ``for_each`` order). With ``open_names``,
     any function may be called and any other word is a bare ``name`` node: the caller checks
     them against what it knows (:mod:`harness_bt.expr.calls`)."""
-    return _Parser(text, roots, open_names).parse()
+    return _Parser(text, roots, open_names, bound).parse()

@@ -18,6 +18,7 @@ from harness_bt.nodes.conditions import Check, Observe, WaitFor
 from harness_bt.nodes.decorators import RecoveryDone, RecoveryGate, RecoveryGuard, Retry
 from harness_bt.nodes.evaluate import Evaluate
 from harness_bt.nodes.idioms import act_and_evaluate, recover
+from harness_bt.nodes.loops import ForEach, for_each
 from harness_bt.nodes.poses import DerivePose
 from harness_bt.nodes.skill_action import SkillAction
 from harness_bt.plugins import Group, Origin, Registry
@@ -114,7 +115,7 @@ def builtin_types() -> list[NodeType]:
              "RUNNING": "acting or evaluating"},
             writes=("{name}.cmd", "{name}.check.verdict"))),
         _leaf(SkillAction), _leaf(Evaluate), _leaf(Observe), _leaf(Check), _leaf(WaitFor),
-        _leaf(DerivePose),
+        _leaf(DerivePose), NodeType(for_each, ForEach.MANIFEST),
         _leaf(Retry), _leaf(RecoveryGate), _leaf(RecoveryGuard), _leaf(RecoveryDone),
         _leaf(flow.Timeout), _leaf(flow.Delay), _leaf(flow.Repeat), _leaf(flow.ForceSuccess),
         _leaf(flow.ForceFailure), _leaf(flow.KeepRunningUntilFailure),

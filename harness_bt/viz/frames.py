@@ -26,6 +26,7 @@ from harness_bt.events import (
     Event,
     FailureEvent,
     FrameEvent,
+    IterationEvent,
     ObservationEvent,
     OutcomeEvent,
     PhaseEnterEvent,
@@ -58,6 +59,7 @@ class NodeState:
     attempts: int = 0  # the attempt number of its latest command (a SkillAction)
     retries: int = 0  # retries granted from the budget (a retry / recover node)
     verdict: str | None = None  # Evaluate: the last verdict
+    item: str = ""  # a for_each: the item it runs ("#2 obj=red_cube run 1"), or "done"
 
 
 @dataclass
@@ -114,6 +116,12 @@ def summarize(event: Event | Mapping[str, Any]) -> str:
         case BudgetEvent():
             return f"{e.draw} at {e.node_path}: " + (
                 "granted" if e.granted else f"refused {e.refused}")
+        case IterationEvent(stage="done"):
+            return f"{e.node_path}: " + (f"items left {', '.join(e.left)}" if e.left
+                                         else "no item left")
+        case IterationEvent():
+            return f"{e.node_path} #{e.index} {e.item} (run {e.run}) {e.stage}" + (
+                f" {e.status}" if e.status else "")
         case PhaseEnterEvent() | PhaseExitEvent():
             return e.phase
         case OutcomeEvent():
@@ -186,6 +194,12 @@ class FrameFolder:
                 self._command(e)
             case VerdictEvent():
                 self._node(e.phase, e.node_path).verdict = e.verdict
+            case IterationEvent(stage="done"):
+                self._node(e.phase, e.node_path).item = \
+                    f"left: {', '.join(e.left)}" if e.left else f"done in {e.index} run(s)"
+            case IterationEvent():
+                self._node(e.phase, e.node_path).item = f"#{e.index} {e.item} run {e.run}" + (
+                    f" {e.status}" if e.status else "")
             case BudgetEvent(granted=True):
                 f.counters[e.draw] = f.counters.get(e.draw, 0) + 1
                 if e.node_path:  # budget events name no phase: an active one has it

@@ -182,6 +182,8 @@ def _notes(entry: Mapping[str, Any], state: NodeState,
     params = entry.get("params") or {}
     if entry["type"] == "retry" and (state.retries or state.status not in (None, "NOT_TICKED")):
         out.append(f"run {1 + state.retries}/{params.get('attempts')}")
+    if state.item:  # a for_each: the item it runs, or how it ended
+        out.append(state.item)
     recovery = parts.get("recovery")
     if recovery is not None and recovery.status == "RUNNING":
         out.append("recovering")

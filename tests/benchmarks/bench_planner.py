@@ -42,7 +42,8 @@ def main() -> None:
     args = parser.parse_args()
     library = library_candidates(ROOT / "trees")
     planners = {"templates": TemplatePlanner(), "meaning": MeaningPlanner()}
-    tables = {"held-out (66)": HELD_OUT, "after (25)": AFTER, "templates table (24)": TABLE}
+    tables = {f"held-out ({len(HELD_OUT)})": HELD_OUT, f"after ({len(AFTER)})": AFTER,
+              f"templates table ({len(TABLE)})": TABLE}
     print(f"{'table':24} {'templates':>10} {'meaning':>10}")
     for name, rows in tables.items():
         got = {p: right(planner, library, rows) for p, planner in planners.items()}

@@ -144,6 +144,9 @@ def test_the_example_runs_cover_the_kinds_of_a_run_and_the_rest_have_samples() -
 
 #: Data of the kinds the example runs do not write, as their emit call sites write it.
 SAMPLES: dict[TraceKind, dict[str, Any]] = {
+    TraceKind.ITERATION: {"phase": "sort", "node_path": "reds", "stage": "start",
+                          "item": "red_cube_2", "index": 2, "run": 1, "status": "",
+                          "left": ["red_cube_2", "red_cube_3"]},
     TraceKind.RESUME: {"checkpoint": 4, "reason": "transition", "configuration": ["pick"],
                        "activations": {"pick": 1}, "retries_used": 0, "elapsed_s": 1.5,
                        "epoch": 2, "dropped": [], "restarted": ["r/pick.1/grasp#1"]},

@@ -20,7 +20,7 @@ from harness_bt.run.settings import RunParts
 from harness_bt.testing import FakeRuntime
 
 TREES = Path(__file__).resolve().parents[2] / "trees"
-TASKS = ("pick", "pick_cube", "pick_and_place", "stack", "place_at", "sort")
+TASKS = ("pick", "pick_cube", "pick_and_place", "stack", "place_at", "sort", "clear_table")
 PICKING = ("pick", "pick_cube", "pick_and_place", "stack", "place_at")
 #: other parameter values each parameterised task is built with
 OTHER = {"pick": {"target": "blue_cube"}, "pick_and_place": {"target": "green_cube"},

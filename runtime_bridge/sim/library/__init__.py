@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["HERE", "PICK_AND_PLACE", "PICK_CUBE", "PLACE_AT", "SORT", "STACK", "TABLE"]
+__all__ = ["CLEAR_TABLE", "HERE", "PICK_AND_PLACE", "PICK_CUBE", "PLACE_AT", "SORT", "STACK", "TABLE"]
 
 HERE = Path(__file__).resolve().parent
 PICK_CUBE = HERE / "pick_cube.yaml"
@@ -14,3 +14,4 @@ STACK = HERE / "stack.yaml"
 PLACE_AT = HERE / "place_at.yaml"
 TABLE = HERE / "table.yaml"
 SORT = HERE / "sort.yaml"
+CLEAR_TABLE = HERE / "clear_table.yaml"

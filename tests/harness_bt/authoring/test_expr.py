@@ -41,7 +41,7 @@ def test_expressions_evaluate_over_read_only_views(text: str, expected: bool) ->
     ("bb.x = 1", "unexpected character '=' at column 6 of 'bb.x = 1'; use '==' to compare"),
     ("__import__('os')", "unknown function '__import__' at column 1"),
     ("open('f')", "unknown function 'open' at column 1 of \"open('f')\"; known: abs, all, any, "
-     "count, exists"),
+     "argmax, argmin, count, exists"),
     ("x == 1", "unknown name 'x' at column 1 of 'x == 1'; a path starts with one of"),
     ("bb.a < 1 < 2", "comparisons do not chain at column 10"),
     ("bb.a == True", "unknown name 'True' at column 9 of 'bb.a == True'; write 'true'"),

@@ -55,21 +55,24 @@ def test_skill_parameters_and_world_names_in_guards_are_checked_all_at_once(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     text = (TREES / "sort.yaml").read_text().replace(
         "includes: [steps.yaml]", f"includes: [{TREES / 'steps.yaml'}]").replace(
-        "world.red_cube_2.in", "world.red_cube_9.in").replace(
-        "params: {object_id: red_cube_3}", "params: {object_id: blue_cub}")
+        "where: \"it.in != '{container}'\"",
+        "where: \"it.in != '{container}' and world.red_cube_9.in == null\"").replace(
+        "objects: [red_cube_1, red_cube_2, red_cube_3,",
+        "objects: [red_cube_1, red_cube_2, blue_cub,")
     path = tmp_path / "sort.yaml"
     path.write_text(text)
     assert main(["validate", str(path)]) == 1
     out = capsys.readouterr().out
-    assert "error UNKNOWN_OBJECT: transition guard (world.red_cube_9) names object " \
+    assert "error UNKNOWN_OBJECT: for_each 'reds' (world.red_cube_9) names object " \
            "'red_cube_9', which scene 'sort' does not have" in out
-    assert "error UNKNOWN_OBJECT: act_and_evaluate 'let_go' (params.object_id) names object " \
+    assert "error UNKNOWN_OBJECT: observe 'look' (objects) names object " \
            "'blue_cub', which scene 'sort' does not have" in out
     assert "did you mean 'blue_cube'?" in out
     assert out.count("UNKNOWN_OBJECT") == 2
 
 
-@pytest.mark.parametrize("name", ["pick", "pick_and_place", "place_at", "sort", "stack"])
+@pytest.mark.parametrize("name", ["pick", "pick_and_place", "place_at", "sort", "stack",
+                                  "clear_table"])
 def test_every_object_a_library_task_names_is_an_object_of_its_scene(name: str) -> None:
     from harness_bt.authoring.scenes import load_scene
 

@@ -115,7 +115,8 @@ def test_serve_names_the_known_sim_scenes(capfd: pytest.CaptureFixture[str],
                  "--journal", "", "--telemetry", ""]) == 1
     err = " ".join(capfd.readouterr().err.split())  # installed packages may add scenes
     assert re.search(r"pick_and_plac: UNKNOWN_SCENE: unknown scene 'pick_and_plac'; known: "
-                     r"pick_and_place, pick_cube, place_at, (\w+, )*sort, stack, table; did "
+                     r"(\w+, )*pick_and_place, pick_cube, place_at, (\w+, )*sort, stack, "
+                     r"table; did "
                      r"you mean 'pick_and_place'\?", err), err
 
 

@@ -77,6 +77,13 @@ HELD_OUT: list[tuple[str, str, dict[str, Any]]] = [
      {"container": "tray"}),
     ("all red cubes in the tray please", "sort", {"container": "tray"}),
     ("sort the reds into the tray", "sort", {"container": "tray"}),
+    # clear_table: scene clear_table (a red, a green and a blue cube, a tray)
+    ("put all cubes in the tray", "clear_table", {"container": "tray"}),
+    ("move all the cubes into the tray", "clear_table", {"container": "tray"}),
+    ("put each cube in the tray", "clear_table", {"container": "tray"}),
+    ("place every cube in the tray", "clear_table", {"container": "tray"}),
+    ("move every cube to the tray, nearest first", "clear_table", {"container": "tray"}),
+    ("could you put all the cubes in the tray", "clear_table", {"container": "tray"}),
     # policy_pick: the learned policy, with its recoveries
     ("have the learned policy pick up the blue cube", "policy_pick", {"target": "blue_cube"}),
     ("pick the green cube using the policy", "policy_pick", {"target": "green_cube"}),

@@ -115,7 +115,8 @@ def test_a_refusal_says_why_and_lists_every_task(library: tuple[Candidate, ...],
     assert refusal is not None and refusal.code is RefusalCode.NO_MATCH
     assert any(reason in r for r in refusal.reasons), refusal.reasons
     assert len(refusal.candidates) == len(library)
-    assert refusal.candidates[0].startswith("pick: 'pick up the {target}'")
+    assert refusal.candidates[0].startswith("clear_table: 'put every cube in the {container}, "
+                                            "nearest first'")
     text = str(refusal.error(instruction, "meaning"))
     assert f"planner 'meaning' gave no plan for {instruction!r}" in text
 

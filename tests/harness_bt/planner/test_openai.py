@@ -107,8 +107,8 @@ def test_after_an_abort_the_prompt_carries_the_attempt_with_its_reason_and_evide
     (Raw('{"error": "model tiny not found"}', 404), RefusalCode.HTTP,
      "answered HTTP 404: '{\"error\": \"model tiny not found\"}'"),
     (answer("paint_table", {}), RefusalCode.INVALID,
-     "the answer names task 'paint_table', which is not in the library; known: pick, "
-     "pick_and_place, pick_cube, place_at, policy_pick, policy_pick_alone, sort, stack"),
+     "the answer names task 'paint_table', which is not in the library; known: clear_table, "
+     "pick, pick_and_place, pick_cube, place_at, policy_pick, policy_pick_alone, sort, stack"),
     (answer("stack", {"top": "purple_cube", "bottom": "red_cube"}), RefusalCode.INVALID,
      "parameter 'top' of stack names object 'purple_cube', which is not in scene stack; its "
      "objects: red_cube, green_cube, blue_cube"),

@@ -377,7 +377,7 @@ class TreeReader:
         if len(branches) == 1 and branches[0].type == "trees":
             out[branches[0].name] = self.children(el, path)
         elif branches or el.children:
-            needed = [p for p in branches if p.required] or branches
+            needed = [p for p in branches if p.required]
             if not len(needed) <= len(el.children) <= len(branches):
                 names = ", ".join(p.name for p in branches) or "none"
                 self.problem("XML_CHILDREN", f"<{el.tag}> takes {len(needed)} to "

@@ -54,8 +54,9 @@ def export_again(spec: TaskSpec, tmp_path: Path) -> Path:
     return again
 
 
-def test_the_library_holds_the_eight_tasks() -> None:
-    assert [p.stem for p in LIBRARY] == ["pick", "pick_and_place", "pick_cube", "place_at",
+def test_the_library_holds_the_nine_tasks() -> None:
+    assert [p.stem for p in LIBRARY] == ["clear_table", "pick", "pick_and_place", "pick_cube",
+                                         "place_at",
                                          "policy_pick", "policy_pick_alone", "sort", "stack"]
 
 
