@@ -71,7 +71,7 @@ def test_authoring_and_visualisation_exports_are_pinned() -> None:
     assert sorted(harness_bt.authoring.readers.btcpp.__all__) == ["DEFAULT_BUDGET", "SUPPORTED",
                                                              "read_btcpp", "task_document"]
     assert sorted(harness_bt.expr.__all__) == sorted([
-        "MISSING", "Condition", "Each", "ExprError", "Expression", "Function", "Name",
+        "MISSING", "Bound", "Condition", "Each", "ExprError", "Expression", "Function", "Name",
         "compile_condition", "compile_expr", "object_view", "run_env"])
     for module in (harness_bt.authoring, harness_bt.viz, harness_bt.authoring.readers,
                    harness_bt.authoring.readers.btcpp, harness_bt.expr):

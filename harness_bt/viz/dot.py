@@ -115,14 +115,7 @@ def _deepest(d: Drawing, c: Cluster) -> str:
     kids: dict[str, list[str]] = {}
     for a, b in d.tree_edges:
         kids.setdefault(a, []).append(b)
-    best = (0, c.nodes[0])
-    stack = [(c.nodes[0], 0)]
-    while stack:
-        nid, depth = stack.pop()
-        if depth > best[0]:
-            best = (depth, nid)
-        stack.extend((k, depth + 1) for k in reversed(kids.get(nid, ())))
-    return best[1]
+    return _lowest(kids, c.nodes[0])
 
 
 def _cluster(c: Cluster, d: Drawing, out: list[str], indent: str) -> None:
@@ -198,10 +191,27 @@ def _cluster(c: Cluster, d: Drawing, out: list[str], indent: str) -> None:
                          'color="#bf360c">on failure</font>>'
             out.append(f"{inner}{a} -> {b} [{attrs}];")
             kids.setdefault(a, []).append(b)
-    for siblings in kids.values():  # children left to right in order, whatever mincross does
-        if len(siblings) > 1:
+    for parent, siblings in kids.items():
+        if len(siblings) < 2:
+            continue
+        if d.nodes[parent].type == "for_each":  # one body per item: each below the one before
+            for a, b in itertools.pairwise(siblings):
+                out.append(f"{inner}{_lowest(kids, a)} -> {b} [style=invis];")
+        else:  # children left to right in order, whatever mincross does
             out.append(f"{inner}{{rank=same; {' -> '.join(siblings)} [style=invis];}}")
     out.append(f"{indent}}}")
+
+
+def _lowest(kids: dict[str, list[str]], root: str) -> str:
+    """The first node, in pre-order, at the greatest depth under ``root``."""
+    best = (0, root)
+    stack = [(root, 0)]
+    while stack:
+        nid, depth = stack.pop()
+        if depth > best[0]:
+            best = (depth, nid)
+        stack.extend((k, depth + 1) for k in reversed(kids.get(nid, ())))
+    return best[1]
 
 
 def to_dot(d: Drawing) -> str:

@@ -49,13 +49,13 @@ from harness_bt.runtime.bridge import Ack, BridgeNotice, PollResult, RuntimeStat
 from harness_bt.runtime.observation import Observation
 from runtime_bridge.host import HeartbeatResult
 from runtime_bridge.zmq.client import LazyPirateClient
-from runtime_bridge.zmq.jsontext import RawJSON
 from runtime_bridge.zmq.codec import (
     ack_from_wire,
     batch_from_wire,
     heartbeat_from_wire,
     status_from_wire,
 )
+from runtime_bridge.zmq.jsontext import RawJSON
 from runtime_bridge.zmq.observations import observation_from_telemetry
 from runtime_bridge.zmq.telemetry import TelemetrySubscriber, TopicValue
 from runtime_bridge.zmq.wire import Message, MessageType, WireCode, WireError, raise_for_error

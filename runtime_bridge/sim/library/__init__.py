@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["CLEAR_TABLE", "HERE", "PICK_AND_PLACE", "PICK_CUBE", "PLACE_AT", "SORT", "STACK", "TABLE"]
+__all__ = ["CLEAR_TABLE", "HERE", "PICK_AND_PLACE", "PICK_CUBE", "PLACE_AT", "SORT", "STACK",
+           "TABLE"]
 
 HERE = Path(__file__).resolve().parent
 PICK_CUBE = HERE / "pick_cube.yaml"
