@@ -111,11 +111,16 @@ class Comparison:
     test: str = "exact McNemar (paired by seed)"
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["difference"] = round(self.difference, 4)
-        data["difference_interval"] = [round(v, 4) for v in self.difference_interval]
-        data["p_value"] = float(self.p_value)
-        return data
+        return _comparison_dict(self)
+
+
+def _comparison_dict(c: Comparison | UnpairedComparison) -> dict[str, Any]:
+    """A comparison as JSON: the difference and its interval rounded, the p-value a float."""
+    data = asdict(c)
+    data["difference"] = round(c.difference, 4)
+    data["difference_interval"] = [round(v, 4) for v in c.difference_interval]
+    data["p_value"] = float(c.p_value)
+    return data
 
 
 def compare_paired(a: str, b: str, pairs: Sequence[tuple[bool, bool]], *,
@@ -166,11 +171,7 @@ class UnpairedComparison:
     test: str = "Fisher exact (unpaired)"
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["difference"] = round(self.difference, 4)
-        data["difference_interval"] = [round(v, 4) for v in self.difference_interval]
-        data["p_value"] = float(self.p_value)
-        return data
+        return _comparison_dict(self)
 
 
 def compare_unpaired(a: str, b: str, outcomes: tuple[Sequence[bool], Sequence[bool]], *,

@@ -4,7 +4,7 @@ columns (:mod:`harness_bt.eval.columns`), every episode on a line of its own."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from harness_bt.eval.columns import EPISODE_COLUMNS, SUMMARY_COLUMNS, Column
@@ -43,14 +43,18 @@ def comparison_lines(c: Mapping[str, Any]) -> list[str]:
     return [counts, f"verdict: {c['verdict']}"]
 
 
+def _seconds(k: int) -> Callable[[Mapping[Any, Any]], str]:
+    """The cell of column ``k`` of the phase-time table: seconds, or "-" when not entered."""
+    return lambda r: "-" if r[k] is None else f"{r[k]:.2f}"
+
+
 def _phase_times(report: Mapping[str, Any]) -> list[str]:
     details = report["details"]
     order = report.get("phase_order") or []
     if not order:
         return []
     columns = [Column("phase", lambda r: r["phase"])] + [
-        Column(f"{d['task']} {d['condition']}",
-               (lambda r, k=k: "-" if r[k] is None else f"{r[k]:.2f}"), numeric=True)
+        Column(f"{d['task']} {d['condition']}", _seconds(k), numeric=True)
         for k, d in enumerate(details)]
     rows = [{"phase": p, **{k: d["phase_time_s"].get(p) for k, d in enumerate(details)}}
             for p in order]

@@ -152,7 +152,7 @@ def verdict_entry(rec: CommandRecord, verdict: Verdict | CommandState | str,
     RECONCILING also takes CANCELED (the runtime confirmed the stop)."""
     cid = rec.command_id
     try:
-        v = _VERDICTS.get(verdict) or Verdict(str(verdict))  # type: ignore[call-overload]
+        v = _VERDICTS.get(verdict) or Verdict(str(verdict))
     except (ValueError, TypeError):
         raise LedgerError(LedgerCode.INVALID_TRANSITION, f"verdict {verdict!r} is not one of "
                           "SUCCEEDED, FAILED, UNKNOWN, CANCELED", command_id=cid,
