@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # the suite runs on every core there is, a test file to a worker (pytest-xdist)
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: setup demo test lint typecheck bench clean system-deps
+.PHONY: setup demo test test-quick lint typecheck bench clean system-deps
 
 setup: $(STAMP) $(OPENPI_STAMP) system-deps
 
@@ -60,6 +60,10 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile $(PYTEST_ARGS)
+
+# the inner loop: every test but the end-to-end ones marked slow (CI runs them all: `make test`)
+test-quick: setup
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile -m "not slow" $(PYTEST_ARGS)
 
 lint: setup
 	$(BIN)/ruff check harness_bt skills runtime_bridge policies tests examples

@@ -7,6 +7,7 @@ nothing on the harness or executor side reads the simulator's ground truth."""
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,11 +29,18 @@ def modules() -> dict[str, Path]:
     return out
 
 
+@functools.cache
+def _nodes(path: Path, mtime_ns: int) -> tuple[ast.AST, ...]:
+    """Every node of the file's syntax tree, parsed once per version of the file (the checks
+    below walk the same graph several times)."""
+    return tuple(ast.walk(ast.parse(path.read_text())))
+
+
 def imported(name: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
     """The product modules ``name`` imports, anywhere in the file (relative imports
     resolved, ``from package import module`` counted as that module)."""
     is_package = path.name == "__init__.py"
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _nodes(path, path.stat().st_mtime_ns):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):

@@ -15,6 +15,8 @@ from harness_bt.eval.ray_pool import RayPool, import_ray
 from harness_bt.eval.session import EvalConfig, run_evaluation
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # real episodes, processes or a notebook kernel
+
 PICK = ROOT / "trees" / "pick_cube.yaml"
 #: Hard faults and a short episode: seeds that need a recovery run out of steps (outcome
 #: aborted, reason aborted_episode_ended), the others succeed; the simulator decides which.

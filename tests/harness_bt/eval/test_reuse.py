@@ -16,6 +16,8 @@ from harness_bt.eval.plan import task_digest
 from harness_bt.eval.reuse import seed_ranges
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # real episodes, processes or a notebook kernel
+
 PICK = ROOT / "trees" / "pick_cube.yaml"
 QUICK = ["--episode-fn", "harness_bt.testing.eval_rigs:quick_episode"]
 

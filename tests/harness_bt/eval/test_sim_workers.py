@@ -14,6 +14,8 @@ import pytest
 from harness_bt.eval.session import EvalConfig, run_evaluation
 from tests.conftest import ROOT, Processes, python
 
+pytestmark = pytest.mark.slow  # real episodes, processes or a notebook kernel
+
 PICK = ROOT / "trees" / "pick_cube.yaml"
 
 

@@ -19,6 +19,8 @@ from harness_bt.errors import HarnessError
 from harness_bt.eval.session import EvalConfig, run_evaluation
 from tests.conftest import ROOT, Processes, python
 
+pytestmark = pytest.mark.slow  # real episodes, processes or a notebook kernel
+
 PICK = ROOT / "trees" / "pick_cube.yaml"
 CRASHING = "harness_bt.testing.eval_rigs:crashing_episode"
 QUICK = "harness_bt.testing.eval_rigs:quick_episode"
