@@ -9,7 +9,9 @@ camera point ``((u - cx) d / fx, (v - cy) d / fy, d)`` and the world point ``R(q
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -18,7 +20,9 @@ from skills.geometry import rotation_matrix
 __all__ = [
     "BoxFit",
     "ColourRange",
+    "ColourTable",
     "back_project",
+    "colour_table",
     "dilate",
     "erode_min",
     "fit_box",
@@ -61,6 +65,71 @@ def hsv(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     h = np.where(d <= 1e-9, 0.0, h)
     s = np.where(mx > 0, d / np.maximum(mx, 1e-9), 0.0)
     return h.astype(np.float32), s.astype(np.float32), mx
+
+
+class ColourTable:
+    """Which of several :class:`ColourRange` each pixel of a uint8 RGB image falls in, as one
+    bit per range (bit ``i``: ``ranges[i]``), the same answer as :func:`hsv` and
+    :meth:`ColourRange.mask` give pixel by pixel.
+
+    A lookup table over the 2^24 RGB colours, filled colour by colour: a colour's HSV is
+    computed (by :func:`hsv`, so the float32 arithmetic is the same) the first time an image
+    shows it, and later images only look their colours up. A rendered scene shows a few
+    thousand colours, so after its first frames an image costs a gather instead of a float
+    HSV conversion and one mask per range. The table is 2^24 entries of 1, 2 or 4 bytes (7, 15
+    or 31 ranges at most); the memory is taken from the system page by page as colours are
+    seen (``np.zeros``). More than 31 ranges: no table, every image converted in full.
+    """
+
+    MAX_RANGES = 31
+
+    def __init__(self, ranges: Sequence[ColourRange]) -> None:
+        self.ranges = tuple(ranges)
+        n = len(self.ranges)
+        dtype = np.uint8 if n <= 7 else np.uint16 if n <= 15 else np.uint32
+        self._known = np.array(1 << n, dtype=dtype).item() if n <= self.MAX_RANGES else 0
+        #: bit n set: the colour has been classified; bits 0..n-1: the ranges it falls in
+        self._table = np.zeros(1 << 24, dtype=dtype) if n <= self.MAX_RANGES else None
+        self.dtype = np.dtype(np.uint32 if self._table is None else dtype)
+
+    def _bits(self, h: np.ndarray, s: np.ndarray, v: np.ndarray) -> np.ndarray:
+        out = np.zeros(h.shape, dtype=np.uint32)
+        for i, colour in enumerate(self.ranges):
+            out |= colour.mask(h, s, v).astype(np.uint32) << np.uint32(i)
+        return out
+
+    def classify(self, rgb: np.ndarray) -> np.ndarray:
+        """HxW bits (``self.dtype``): bit ``i`` set where the pixel falls in ``ranges[i]``;
+        ``rgb`` an HxWx3 uint8 image."""
+        rgb = np.asarray(rgb)
+        if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
+            raise ValueError(f"an HxWx3 uint8 image is needed, not {rgb.dtype} {rgb.shape}")
+        if self._table is None:
+            return self._bits(*hsv(rgb))
+        codes = rgb[..., 0].astype(np.uint32) << 16
+        codes |= rgb[..., 1].astype(np.uint32) << 8
+        codes |= rgb[..., 2]
+        bits = self._table[codes]
+        unknown = bits == 0
+        if unknown.any():
+            fresh = np.unique(codes[unknown])
+            colours = np.stack([fresh >> 16, (fresh >> 8) & 0xFF, fresh & 0xFF],
+                               axis=-1).astype(np.uint8)[None]
+            self._table[fresh] = (self._bits(*hsv(colours))[0] | self._known).astype(
+                self._table.dtype)
+            bits = self._table[codes]
+        return bits & ~np.array(self._known, dtype=bits.dtype)
+
+    def mask(self, bits: np.ndarray, colour: ColourRange) -> np.ndarray:
+        """The pixels of ``colour`` (one of the ranges) in bits from :meth:`classify`."""
+        return (bits & np.array(1 << self.ranges.index(colour), dtype=bits.dtype)) != 0
+
+
+@lru_cache(maxsize=8)
+def colour_table(ranges: tuple[ColourRange, ...]) -> ColourTable:
+    """A :class:`ColourTable` shared by the perceptions that look for the same ranges (the
+    colours an episode's first frames teach it serve the next episodes too)."""
+    return ColourTable(ranges)
 
 
 def back_project(rows: np.ndarray, cols: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray,
