@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from scipy import ndimage
 
 from skills.geometry import rotation_matrix
 
@@ -143,29 +144,17 @@ def back_project(rows: np.ndarray, cols: np.ndarray, depth: np.ndarray, intrinsi
     return cam @ rot.T + np.asarray(position, dtype=np.float64)
 
 
-def _square_filter(values: np.ndarray, radius: int, combine: np.ufunc) -> np.ndarray:
-    """Fold each pixel's neighbours within a square of side ``2 radius + 1`` into it with the
-    binary ufunc ``combine`` (no wrap-around at the borders)."""
-    out = values.copy()
-    h, w = values.shape
-    for dy in range(-radius, radius + 1):
-        for dx in range(-radius, radius + 1):
-            if dx == 0 and dy == 0:
-                continue
-            src = values[max(0, -dy):h - max(0, dy), max(0, -dx):w - max(0, dx)]
-            dst = out[max(0, dy):h - max(0, -dy), max(0, dx):w - max(0, -dx)]
-            combine(dst, src, out=dst)
-    return out
-
-
 def dilate(mask: np.ndarray, radius: int = 2) -> np.ndarray:
     """Binary dilation by a square of side ``2 radius + 1`` (no wrap-around at the borders)."""
-    return _square_filter(mask, radius, np.logical_or)
+    return np.asarray(ndimage.maximum_filter(np.asarray(mask, dtype=bool), size=2 * radius + 1,
+                                             mode="constant", cval=0))
 
 
 def erode_min(values: np.ndarray, radius: int = 2) -> np.ndarray:
-    """Each pixel's smallest value within a square of side ``2 radius + 1``."""
-    return _square_filter(values, radius, np.minimum)
+    """Each pixel's smallest value within a square of side ``2 radius + 1`` (pixels beyond the
+    borders count as +inf)."""
+    return np.asarray(ndimage.minimum_filter(values, size=2 * radius + 1, mode="constant",
+                                             cval=np.inf))
 
 
 @dataclass(frozen=True, slots=True)
