@@ -29,8 +29,8 @@ def _images(seed: int) -> list[np.ndarray]:
 @pytest.mark.parametrize("ranges", [
     tuple(dict.fromkeys(o.colour for o in BUILTIN_OBJECTS)),  # 5 ranges: one byte a colour
     tuple(NAMED_RANGES.values()),  # 10: two bytes
-    tuple(ColourRange(float(h), float(h + 20), 0.3, 1.0, 0.2, 1.0) for h in range(0, 340, 20))
-    + (ColourRange(350.0, 10.0),),  # 18 (one wrapping through red): four bytes
+    (*(ColourRange(float(h), float(h + 20), 0.3, 1.0, 0.2, 1.0) for h in range(0, 340, 20)),
+     ColourRange(350.0, 10.0)),  # 18 (one wrapping through red): four bytes
 ])
 def test_the_table_gives_the_hsv_masks_pixel_for_pixel(ranges: tuple[ColourRange, ...]) -> None:
     table = ColourTable(ranges)
