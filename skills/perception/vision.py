@@ -80,6 +80,8 @@ class ColourTable:
     HSV conversion and one mask per range. The table is 2^24 entries of 1, 2 or 4 bytes (7, 15
     or 31 ranges at most); the memory is taken from the system page by page as colours are
     seen (``np.zeros``). More than 31 ranges: no table, every image converted in full.
+    Threads may share a table: an entry is only ever written with the one value its colour
+    has, and a colour read before another thread's write is just classified again.
     """
 
     MAX_RANGES = 31
