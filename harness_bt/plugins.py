@@ -178,9 +178,23 @@ class Registry(Generic[T]):
         return [(k, self._items[k]) for k in sorted(self._items)]
 
 
+#: distribution folder -> its package name (reading a name parses the package's METADATA file:
+#: a registry that loads its entry points once per episode would parse them all every time)
+_PACKAGE_NAMES: dict[str, str] = {}
+
+
 def _package(ep: EntryPoint) -> str | None:
     dist = getattr(ep, "dist", None)
-    return None if dist is None else str(dist.name)
+    if dist is None:
+        return None
+    where = getattr(dist, "_path", None)  # a PathDistribution's *.dist-info / *.egg-info
+    if where is None:
+        return str(dist.name)
+    key = str(where)
+    name = _PACKAGE_NAMES.get(key)
+    if name is None:
+        name = _PACKAGE_NAMES[key] = str(dist.name)
+    return name
 
 
 def load_group(group: Group | str, registry: Registry[Any], *,

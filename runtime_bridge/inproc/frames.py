@@ -11,7 +11,12 @@ observation carries a frame. Who reads frames, and when:
   ``round_robin`` renders at that timestep;
 - **executors that read frames** (a learned policy): every step while one is active, before
   the step, so the executor's next step sees it. An executor says it reads none with a class
-  attribute ``reads_frames = False``; one that does not say is assumed to read them;
+  attribute ``reads_frames = False``; one that does not say is assumed to read them. One that
+  reads frames at some steps only (a policy asked for a chunk of rows every few steps) says so
+  step by step: ``reads_frames`` (a property) whether its next step reads the frames of the
+  observation it is given (rendered then, after the step that made it, if it has none), and
+  ``reads_next_frame`` whether the step after that will (rendered with that step's
+  observation);
 - **watchers of a running command** (the harness's perception keeping the world model fresh,
   a recording, a console): at ``monitor_hz`` (the highest rate asked through :meth:`want`);
 - **a client** asking for the next observation's frames once: :meth:`request`.
@@ -119,11 +124,19 @@ class FramePolicy:
         """Whether any of ``executors`` reads frames (one that does not say is assumed to)."""
         return any(getattr(e, "reads_frames", True) for e in executors)
 
+    @staticmethod
+    def reads_next(executors: Iterable[object]) -> bool:
+        """Whether any of ``executors`` reads the frames of the observation this step makes
+        (``reads_next_frame`` when it says, else ``reads_frames``)."""
+        return any(getattr(e, "reads_next_frame", getattr(e, "reads_frames", True))
+                   for e in executors)
+
     def before_step(self, executors: Iterable[object]) -> None:
-        """Ask for this step's frame when an active executor reads frames or a watcher is due."""
+        """Ask for this step's frame when an active executor will read it or a watcher is
+        due."""
         if self.holding:
             return
-        if self.reads(executors) or self._since + 1 >= self.period_steps:
+        if self.reads_next(executors) or self._since + 1 >= self.period_steps:
             self.source.request(None)
 
     def render_latest(self, latest: Observation | None) -> Observation | None:

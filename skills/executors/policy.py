@@ -87,6 +87,22 @@ class RunPolicyExecutor:
 
     # ------------------------------------------------------------------ Executor protocol
 
+    @property
+    def reads_frames(self) -> bool:
+        """Whether the next :meth:`step` reads the frames of the observation it is given: only
+        the step that asks the policy for a chunk (and checks ``until`` first) does; the steps
+        that run the rows in hand read the hand's pose alone. A simulator rendering on demand
+        renders for those steps only (:mod:`runtime_bridge.inproc.frames`)."""
+        return (not self._stop and not self.done and not self.rows
+                and self._thread is None)
+
+    @property
+    def reads_next_frame(self) -> bool:
+        """Whether the step after the next one reads frames: the next step runs the last row
+        in hand, so the one after asks for a chunk (the frame is then rendered with the
+        step's observation instead of after it)."""
+        return not self._stop and not self.done and len(self.rows) == 1 and self._thread is None
+
     def request_stop(self) -> None:
         self._stop = True
         self.rows.clear()

@@ -33,10 +33,10 @@ from skills.perception.instances import InstanceTracker, components
 from skills.perception.vision import (
     ColourRange,
     back_project,
+    colour_table,
     dilate,
     erode_min,
     fit_box,
-    hsv,
     projected_box_area,
 )
 
@@ -86,6 +86,8 @@ class ColourPerception:
         #: colour groups of several objects: tracked blob by blob (skills.perception.instances)
         self._trackers = {ids[0]: InstanceTracker(ids) for ids in groups.values() if len(ids) > 1}
         self._group_of = {oid: ids[0] for ids in groups.values() if len(ids) > 1 for oid in ids}
+        #: every colour looked for, one bit each (skills.perception.vision.ColourTable)
+        self._colours = colour_table(tuple(groups))
 
     def reset(self) -> None:
         self._containers.clear()
@@ -136,13 +138,13 @@ class ColourPerception:
         names them)."""
         assert frame.rgb is not None and frame.depth is not None
         depth = np.asarray(frame.depth, dtype=np.float64)
-        h, s, v = hsv(np.asarray(frame.rgb))
+        bits = self._colours.classify(np.asarray(frame.rgb))
         valid = np.isfinite(depth) & (depth > self.min_depth_m) & (depth < self.max_depth_m)
         tcp = np.asarray(observation.ee_pose.position, dtype=np.float64)
         out = []
         for spec in self.catalogue:
             group = self._group_of.get(spec.object_id)
-            mask = spec.colour.mask(h, s, v) & valid
+            mask = self._colours.mask(bits, spec.colour) & valid
             if group is None:
                 det = self._detect_one(spec, camera, frame, depth, mask, tcp)
                 if det is not None:

@@ -9,16 +9,21 @@ camera point ``((u - cx) d / fx, (v - cy) d / fy, d)`` and the world point ``R(q
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
+from scipy import ndimage
 
 from skills.geometry import rotation_matrix
 
 __all__ = [
     "BoxFit",
     "ColourRange",
+    "ColourTable",
     "back_project",
+    "colour_table",
     "dilate",
     "erode_min",
     "fit_box",
@@ -63,6 +68,73 @@ def hsv(rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return h.astype(np.float32), s.astype(np.float32), mx
 
 
+class ColourTable:
+    """Which of several :class:`ColourRange` each pixel of a uint8 RGB image falls in, as one
+    bit per range (bit ``i``: ``ranges[i]``), the same answer as :func:`hsv` and
+    :meth:`ColourRange.mask` give pixel by pixel.
+
+    A lookup table over the 2^24 RGB colours, filled colour by colour: a colour's HSV is
+    computed (by :func:`hsv`, so the float32 arithmetic is the same) the first time an image
+    shows it, and later images only look their colours up. A rendered scene shows a few
+    thousand colours, so after its first frames an image costs a gather instead of a float
+    HSV conversion and one mask per range. The table is 2^24 entries of 1, 2 or 4 bytes (7, 15
+    or 31 ranges at most); the memory is taken from the system page by page as colours are
+    seen (``np.zeros``). More than 31 ranges: no table, every image converted in full.
+    Threads may share a table: an entry is only ever written with the one value its colour
+    has, and a colour read before another thread's write is just classified again.
+    """
+
+    MAX_RANGES = 31
+
+    def __init__(self, ranges: Sequence[ColourRange]) -> None:
+        self.ranges = tuple(ranges)
+        n = len(self.ranges)
+        dtype = np.uint8 if n <= 7 else np.uint16 if n <= 15 else np.uint32
+        self._known = np.array(1 << n, dtype=dtype).item() if n <= self.MAX_RANGES else 0
+        #: bit n set: the colour has been classified; bits 0..n-1: the ranges it falls in
+        self._table = np.zeros(1 << 24, dtype=dtype) if n <= self.MAX_RANGES else None
+        self.dtype = np.dtype(np.uint32 if self._table is None else dtype)
+
+    def _bits(self, h: np.ndarray, s: np.ndarray, v: np.ndarray) -> np.ndarray:
+        out = np.zeros(h.shape, dtype=np.uint32)
+        for i, colour in enumerate(self.ranges):
+            out |= colour.mask(h, s, v).astype(np.uint32) << np.uint32(i)
+        return out
+
+    def classify(self, rgb: np.ndarray) -> np.ndarray:
+        """HxW bits (``self.dtype``): bit ``i`` set where the pixel falls in ``ranges[i]``;
+        ``rgb`` an HxWx3 uint8 image."""
+        rgb = np.asarray(rgb)
+        if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
+            raise ValueError(f"an HxWx3 uint8 image is needed, not {rgb.dtype} {rgb.shape}")
+        if self._table is None:
+            return self._bits(*hsv(rgb))
+        codes = rgb[..., 0].astype(np.uint32) << 16
+        codes |= rgb[..., 1].astype(np.uint32) << 8
+        codes |= rgb[..., 2]
+        bits = self._table[codes]
+        unknown = bits == 0
+        if unknown.any():
+            fresh = np.unique(codes[unknown])
+            colours = np.stack([fresh >> 16, (fresh >> 8) & 0xFF, fresh & 0xFF],
+                               axis=-1).astype(np.uint8)[None]
+            self._table[fresh] = (self._bits(*hsv(colours))[0] | self._known).astype(
+                self._table.dtype)
+            bits = self._table[codes]
+        return bits & ~np.array(self._known, dtype=bits.dtype)
+
+    def mask(self, bits: np.ndarray, colour: ColourRange) -> np.ndarray:
+        """The pixels of ``colour`` (one of the ranges) in bits from :meth:`classify`."""
+        return (bits & np.array(1 << self.ranges.index(colour), dtype=bits.dtype)) != 0
+
+
+@lru_cache(maxsize=8)
+def colour_table(ranges: tuple[ColourRange, ...]) -> ColourTable:
+    """A :class:`ColourTable` shared by the perceptions that look for the same ranges (the
+    colours an episode's first frames teach it serve the next episodes too)."""
+    return ColourTable(ranges)
+
+
 def back_project(rows: np.ndarray, cols: np.ndarray, depth: np.ndarray, intrinsics: np.ndarray,
                  position: np.ndarray, quaternion_wxyz: np.ndarray) -> np.ndarray:
     """World points (N x 3) of the pixels ``(rows, cols)`` with the given depths."""
@@ -74,29 +146,17 @@ def back_project(rows: np.ndarray, cols: np.ndarray, depth: np.ndarray, intrinsi
     return cam @ rot.T + np.asarray(position, dtype=np.float64)
 
 
-def _square_filter(values: np.ndarray, radius: int, combine: np.ufunc) -> np.ndarray:
-    """Fold each pixel's neighbours within a square of side ``2 radius + 1`` into it with the
-    binary ufunc ``combine`` (no wrap-around at the borders)."""
-    out = values.copy()
-    h, w = values.shape
-    for dy in range(-radius, radius + 1):
-        for dx in range(-radius, radius + 1):
-            if dx == 0 and dy == 0:
-                continue
-            src = values[max(0, -dy):h - max(0, dy), max(0, -dx):w - max(0, dx)]
-            dst = out[max(0, dy):h - max(0, -dy), max(0, dx):w - max(0, -dx)]
-            combine(dst, src, out=dst)
-    return out
-
-
 def dilate(mask: np.ndarray, radius: int = 2) -> np.ndarray:
     """Binary dilation by a square of side ``2 radius + 1`` (no wrap-around at the borders)."""
-    return _square_filter(mask, radius, np.logical_or)
+    return np.asarray(ndimage.maximum_filter(np.asarray(mask, dtype=bool), size=2 * radius + 1,
+                                             mode="constant", cval=0))
 
 
 def erode_min(values: np.ndarray, radius: int = 2) -> np.ndarray:
-    """Each pixel's smallest value within a square of side ``2 radius + 1``."""
-    return _square_filter(values, radius, np.minimum)
+    """Each pixel's smallest value within a square of side ``2 radius + 1`` (pixels beyond the
+    borders count as +inf)."""
+    return np.asarray(ndimage.minimum_filter(values, size=2 * radius + 1, mode="constant",
+                                             cval=np.inf))
 
 
 @dataclass(frozen=True, slots=True)

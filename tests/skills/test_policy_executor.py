@@ -13,8 +13,11 @@ import numpy as np
 import pytest
 
 import skills.executors.policy as policy
+from harness_bt.clock import FakeClock
 from harness_bt.policy.client import PolicyClient
 from runtime_bridge.backends.kinematic import KinematicBackend
+from runtime_bridge.host import ExecutorHost, HostConfig
+from skills.executors import executor_registry
 from tests.harness_bt.policy.peer import Answer, Fail, OpenpiPeer, Raw, Silent
 from tests.skills.test_executors import command, drive, final
 
@@ -163,3 +166,26 @@ def test_a_policy_that_dithers_in_place_is_a_stall(serve: Any) -> None:
                                                    "mm, its gripper unchanged, over the "
                                                    "policy's last 30 steps"), reason
     assert len(peer.observations) == 8  # 31 rows of 4 a request: stalled within the 8th
+
+
+def test_frames_are_read_only_by_the_steps_that_ask_the_policy(serve: Any) -> None:
+    """``reads_frames`` is true exactly before the steps that send the policy an observation,
+    ``reads_next_frame`` exactly one step earlier (a simulator rendering on demand renders for
+    those steps only); after the done chunk, neither."""
+    peer = serve(lambda obs, n: down(3, done=n == 3))
+    host = ExecutorHost(KinematicBackend(home=(0.4, 0.0, 0.4)), executor_registry(),
+                        clock=FakeClock(), config=HostConfig(lease_s=None))
+    assert host.submit(run_policy(peer.url, execute_steps=3)).accepted
+    now, ahead, asked = [], [], []
+    for _ in range(20):
+        active = list(host.active_executors())
+        if not active:
+            break
+        now.append(active[0].reads_frames)
+        ahead.append(active[0].reads_next_frame)
+        before = len(peer.observations)
+        host.step()
+        asked.append(len(peer.observations) > before)
+    assert asked == [True, False, False] * 3 + [False]  # the last step ends it (done)
+    assert now == asked
+    assert ahead == [False, False, True, False, False, True, False, False, False, False]

@@ -197,3 +197,25 @@ def test_an_executor_that_reads_frames_starts_on_a_frame_rendered_for_it(source:
     assert frames.render_latest(obs(4, ["front"])) is None  # it has one already
     started = frames.render_latest(obs(5))
     assert started is not None and sorted(started.cameras) == ["left"] and rendered == [{"left"}]
+
+
+class Chunked:
+    """An executor that reads frames at some steps only (a policy asking for chunks)."""
+
+    def __init__(self, now: bool, ahead: bool) -> None:
+        self.reads_frames = now
+        self.reads_next_frame = ahead
+
+
+def test_an_executor_reading_some_frames_gets_those_only(source: Source) -> None:
+    rendered: list[set[str]] = []
+    frames = policy(source, rendered, hz=1.0)  # no watcher due in these steps
+    frames.before_step([Chunked(now=True, ahead=False)])  # its step reads, the next does not
+    frames.before_step([Chunked(now=False, ahead=False)])
+    assert source.requests == []
+    frames.before_step([Chunked(now=False, ahead=True)])  # the step after this one reads
+    assert source.requests == [None]
+    assert frames.reads([Chunked(now=True, ahead=False)])  # rendered for it after the step
+    assert not frames.reads([Chunked(now=False, ahead=True)])
+    started = frames.render_latest(obs(6))
+    assert started is not None and rendered == [{"front"}]
