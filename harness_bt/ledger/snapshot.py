@@ -4,7 +4,8 @@ the journal written after it instead of replaying every entry.
 A snapshot is the :class:`~harness_bt.ledger.lifecycle.Book` at one journal sequence number,
 as text with its sha256: a header line (JSON: format, seq, world version, epoch, the resources
 held, every command id and which records are not terminal), then one line per record (a compact
-JSON array: the command's fields, the record's fields, its history). It is a cache of the
+JSON array: the command as the object the journal holds (its wire text, made once per command,
+spliced in as is), the record's fields, its history). It is a cache of the
 journal, never a second source of truth: the journal keeps every entry, and a snapshot that does
 not check out (another format, a digest that does not match, a seq past the journal's end, a line
 count that does not match its ids) is ignored with a warning and the journal is replayed from the
@@ -37,7 +38,7 @@ from harness_bt.ledger.states import TERMINAL, CommandState
 
 __all__ = ["SNAPSHOT_FORMAT", "SnapshotMismatch", "dump_book", "load_book"]
 
-SNAPSHOT_FORMAT = 2
+SNAPSHOT_FORMAT = 3  # 3: the command as its wire object (2: an array of its fields)
 _STATE = {s.value: s for s in CommandState}
 _DUMPS = json.JSONEncoder(separators=(",", ":")).encode  # json, not orjson: NaN evidence
 _FIELDS = tuple(Command.model_fields)
@@ -66,14 +67,15 @@ def _line(r: CommandRecord) -> str:
     text = r._snapshot_text
     if text is not None:
         return text
-    wire = r.command.wire
     events = r.events
-    row = [[wire[f] for f in _FIELDS], r.state.value, r.reason, r.accepted_at,
+    row = [r.state.value, r.reason, r.accepted_at,
            r.start_deadline, r.dispatched_at, r.started_at, r.exec_deadline, r.stop_requested,
            r.stop_deadline, r.terminal_at, r.last_seq, r.progress, r.last_progress_at,
            r.control_done_seen, None if r.prior_state is None else r.prior_state.value,
            list(r.evidence), [_hist(h) for h in events]]
-    text = _encode(row, _exact(r.evidence) and all(_exact(h.evidence) for h in events))
+    rest = _encode(row, _exact(r.evidence) and all(_exact(h.evidence) for h in events))
+    # the command first, as the text the journal holds (made once per command): not encoded
+    text = f"[{r.command.wire_text},{rest[1:]}"
     if r.state in TERMINAL:
         r._snapshot_text = text
     return text
@@ -135,9 +137,11 @@ def _build(rec: SnapshotRecord) -> None:
 def _build_from(rec: SnapshotRecord, line: str) -> None:
     state = _STATE
     try:
-        (fields, st, reason, acc, sdl, disp, started, edl, stop_req, stop_dl, term, lseq,
+        (wire, st, reason, acc, sdl, disp, started, edl, stop_req, stop_dl, term, lseq,
          prog, lprog, cdone, prior, ev, events) = decode_json(line)
-        cmd = Command.model_validate(dict(zip(_FIELDS, fields, strict=True)))
+        if type(wire) is not dict:
+            raise TypeError(f"the command is a {type(wire).__name__}, not an object")
+        cmd = Command.model_validate(wire)
         values = dict(
             command=cmd, state=state[st], reason=reason, accepted_at=acc, start_deadline=sdl,
             dispatched_at=disp, started_at=started, exec_deadline=edl, stop_requested=stop_req,

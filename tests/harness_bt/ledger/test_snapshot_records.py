@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from harness_bt.ledger import Command, CommandEvent, Ledger, LedgerError
+from harness_bt.ledger import CommandEvent, Ledger, LedgerError
 from harness_bt.ledger.snapshot import SnapshotRecord
 from harness_bt.ledger.states import CommandState
 
@@ -78,7 +78,7 @@ def test_a_snapshot_line_that_does_not_read_back_is_a_journal_failed_error_when_
     _, body, _ = _snapshot(journal_path)
     head, line1, line2 = body.split("\n")
     row = json.loads(line1)
-    row[0][list(Command.model_fields).index("start_within_ms")] = "soon"  # not a number
+    row[0]["start_within_ms"] = "soon"  # not a number
     _replace_snapshot(journal_path, "\n".join([head, json.dumps(row), line2]))
     again = Ledger.open(journal_path, now=1.0)  # terminal records are not read at open
     assert again.get("nav-2").state is CommandState.SUCCEEDED
@@ -109,7 +109,7 @@ def test_a_snapshot_of_the_previous_format_is_ignored_and_the_journal_replayed(
     _replace_snapshot(journal_path, json.dumps({"format": 1, "seq": 10, "records": []}))
     with caplog.at_level(logging.WARNING, logger="harness_bt.ledger.recovery"):
         again = Ledger.open(journal_path, now=1.0)
-    assert "it is of format 1, this version reads 2" in caplog.text
+    assert "it is of format 1, this version reads 3" in caplog.text
     assert again.get("nav-2").state is CommandState.SUCCEEDED
     again.close()
 
@@ -150,3 +150,20 @@ def test_threads_reading_one_unbuilt_record_at_once_all_see_it_built_once(journa
         (CommandState.SUCCEEDED, f"nav-{i}", 5) for i in range(200)}
     assert not hasattr(records[0], "no_such_field")
     again.close()
+
+
+def test_a_snapshot_line_whose_command_is_not_an_object_is_a_journal_failed_error_when_read(
+        journal_path, cmd):
+    _finished(journal_path, cmd).close()
+    _, body, _ = _snapshot(journal_path)
+    head, line1, line2 = body.split("\n")
+    row = json.loads(line1)
+    row[0] = list(row[0].values())  # the previous format's array of fields
+    _replace_snapshot(journal_path, "\n".join([head, json.dumps(row), line2]))
+    again = Ledger.open(journal_path, now=1.0)
+    with pytest.raises(LedgerError) as e:
+        _ = again.get("nav-1").state
+    assert e.value.code == "JOURNAL_FAILED" and "not an object" in str(e.value)
+    assert again.get("nav-2").state is CommandState.SUCCEEDED
+    again._journal.close()  # type: ignore[union-attr]
+    again._journal = None
