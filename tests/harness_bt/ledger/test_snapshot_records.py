@@ -11,8 +11,7 @@ import sqlite3
 
 import pytest
 
-from harness_bt.ledger import CommandEvent, Ledger, LedgerError
-from harness_bt.ledger import snapshot
+from harness_bt.ledger import CommandEvent, Ledger, LedgerError, snapshot
 from harness_bt.ledger.snapshot import SnapshotRecord
 from harness_bt.ledger.states import CommandState
 
