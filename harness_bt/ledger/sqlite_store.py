@@ -297,8 +297,10 @@ class LedgerJournal:
             db.execute("INSERT OR REPLACE INTO ledger_snapshots(seq, sha256, body) "
                        "VALUES (?, ?, ?)", (seq, sha256, head))
             db.execute("DELETE FROM ledger_snapshots WHERE seq < ?", (seq,))
-            db.execute("DELETE FROM ledger_snapshot_chunks WHERE id NOT IN "
-                       "(SELECT value FROM json_each(?))", (orjson.dumps(chunks).decode(),))
+            keep = set(chunks)
+            db.executemany("DELETE FROM ledger_snapshot_chunks WHERE id = ?", [
+                row for row in db.execute("SELECT id FROM ledger_snapshot_chunks")
+                if row[0] not in keep])
         self.snapshot_seq = seq
         if new:
             self.next_chunk_id = max(self.next_chunk_id, new[-1][0] + 1)
