@@ -98,7 +98,7 @@ class Ledger(GroupCommit):
         wall_clock: Callable[[], float] = time.time,
         synchronous: str = "NORMAL",
         now: float | None = None,
-        snapshot_every: int | None = 10_000,
+        snapshot_every: int | None = 5_000,
     ) -> Ledger:
         """Open (or create) a durable ledger. Reopening recovers every record in the file.
 

@@ -29,11 +29,12 @@ def replay(book: Book, journal: LedgerJournal, *, use_snapshot: bool = True) -> 
         stored = journal.newest_snapshot() if use_snapshot else None
         if stored is not None:
             try:
-                seq = load_book(book, *stored, last_seq=journal.last_seq)
+                seq, journal.snapshot_chunks = load_book(book, *stored, last_seq=journal.last_seq)
             except SnapshotMismatch as why:
                 log.warning("%s: ignoring the ledger snapshot (%s); replaying the whole journal",
                             journal.path, why)
                 seq = 0  # load_book left the book untouched
+                journal.snapshot_seq = 0  # so that a sound one replaces it (on close at last)
         apply = book.apply
         last = seq
         for last, entry in journal.read(after=seq):  # noqa: B007  (the last one is returned)
@@ -46,5 +47,7 @@ def replay(book: Book, journal: LedgerJournal, *, use_snapshot: bool = True) -> 
 
 def save_snapshot(book: Book, journal: LedgerJournal, seq: int) -> None:
     """Write a snapshot of ``book`` as it stands after entry ``seq`` (which is on disk)."""
-    body, sha = dump_book(book, seq)
-    journal.write_snapshot(seq, body, sha)
+    dump = dump_book(book, seq, journal.snapshot_chunks, journal.next_chunk_id)
+    journal.write_snapshot(seq, dump.head, dump.sha256, [cid for cid, _ in dump.chunks],
+                           dump.new)
+    journal.snapshot_chunks = dump.chunks

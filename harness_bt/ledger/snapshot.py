@@ -4,7 +4,8 @@ the journal written after it instead of replaying every entry.
 A snapshot is the :class:`~harness_bt.ledger.lifecycle.Book` at one journal sequence number,
 as text with its sha256: a header line (JSON: format, seq, world version, epoch, the resources
 held, every command id and which records are not terminal), then one line per record (a compact
-JSON array: the command's fields, the record's fields, its history). It is a cache of the
+JSON array: the command as the object the journal holds (its wire text, made once per command,
+spliced in as is), the record's fields, its history). It is a cache of the
 journal, never a second source of truth: the journal keeps every entry, and a snapshot that does
 not check out (another format, a digest that does not match, a seq past the journal's end, a line
 count that does not match its ids) is ignored with a warning and the journal is replayed from the
@@ -22,7 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import operator
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -35,9 +39,10 @@ from harness_bt.ledger.record import CommandRecord, HistoryEntry
 from harness_bt.ledger.sqlite_store import decode_json
 from harness_bt.ledger.states import TERMINAL, CommandState
 
-__all__ = ["SNAPSHOT_FORMAT", "SnapshotMismatch", "dump_book", "load_book"]
+__all__ = ["CHUNK_RECORDS", "SNAPSHOT_FORMAT", "Chunk", "Dump", "SnapshotMismatch", "dump_book",
+           "load_book"]
 
-SNAPSHOT_FORMAT = 2
+SNAPSHOT_FORMAT = 3  # 3: lines in chunks, the command as its wire object (2: one body)
 _STATE = {s.value: s for s in CommandState}
 _DUMPS = json.JSONEncoder(separators=(",", ":")).encode  # json, not orjson: NaN evidence
 _FIELDS = tuple(Command.model_fields)
@@ -66,14 +71,15 @@ def _line(r: CommandRecord) -> str:
     text = r._snapshot_text
     if text is not None:
         return text
-    wire = r.command.wire
     events = r.events
-    row = [[wire[f] for f in _FIELDS], r.state.value, r.reason, r.accepted_at,
+    row = [r.state.value, r.reason, r.accepted_at,
            r.start_deadline, r.dispatched_at, r.started_at, r.exec_deadline, r.stop_requested,
            r.stop_deadline, r.terminal_at, r.last_seq, r.progress, r.last_progress_at,
            r.control_done_seen, None if r.prior_state is None else r.prior_state.value,
            list(r.evidence), [_hist(h) for h in events]]
-    text = _encode(row, _exact(r.evidence) and all(_exact(h.evidence) for h in events))
+    rest = _encode(row, _exact(r.evidence) and all(_exact(h.evidence) for h in events))
+    # the command first, as the text the journal holds (made once per command): not encoded
+    text = f"[{r.command.wire_text},{rest[1:]}"
     if r.state in TERMINAL:
         r._snapshot_text = text
     return text
@@ -135,9 +141,11 @@ def _build(rec: SnapshotRecord) -> None:
 def _build_from(rec: SnapshotRecord, line: str) -> None:
     state = _STATE
     try:
-        (fields, st, reason, acc, sdl, disp, started, edl, stop_req, stop_dl, term, lseq,
+        (wire, st, reason, acc, sdl, disp, started, edl, stop_req, stop_dl, term, lseq,
          prog, lprog, cdone, prior, ev, events) = decode_json(line)
-        cmd = Command.model_validate(dict(zip(_FIELDS, fields, strict=True)))
+        if type(wire) is not dict:
+            raise TypeError(f"the command is a {type(wire).__name__}, not an object")
+        cmd = Command.model_validate(wire)
         values = dict(
             command=cmd, state=state[st], reason=reason, accepted_at=acc, start_deadline=sdl,
             dispatched_at=disp, started_at=started, exec_deadline=edl, stop_requested=stop_req,
@@ -159,25 +167,59 @@ def _build_from(rec: SnapshotRecord, line: str) -> None:
     _SnapshotLine.__set__(rec, None)
 
 
-def dump_book(book: Book, seq: int) -> tuple[str, str]:
-    """The book as it stands after journal entry ``seq``: ``(body, sha256 of body)``."""
+#: A snapshot's record lines are stored in chunks of this many; a chunk whose lines are all the
+#: ones the previous snapshot stored (the same kept text) is not written again.
+CHUNK_RECORDS = 1_000
+
+#: A chunk of a stored snapshot: its id (a row of the journal's chunk table) and its lines.
+Chunk = tuple[int, list[str]]
+
+
+@dataclass(slots=True)
+class Dump:
+    """A snapshot to store: the header and its sha256, the chunks it is made of (``chunks``, to
+    reuse in the next one) and those of them not stored yet (``new``: id, body, sha256)."""
+
+    head: str
+    sha256: str
+    chunks: list[Chunk]
+    new: list[tuple[int, str, str]]
+
+
+def dump_book(book: Book, seq: int, stored: list[Chunk], next_id: int) -> Dump:
+    """The book as it stands after journal entry ``seq``. ``stored``: the chunks of the
+    snapshot stored before (reused where their lines are the very same texts); new chunks are
+    numbered from ``next_id``."""
+    lines = list(map(_line, book.records.values()))
+    chunks: list[Chunk] = []
+    new: list[tuple[int, str, str]] = []
+    for k, start in enumerate(range(0, len(lines), CHUNK_RECORDS)):
+        part = lines[start:start + CHUNK_RECORDS]
+        if k < len(stored) and len(old := stored[k][1]) == len(part) and all(
+                map(operator.is_, part, old)):  # identity: the kept text of an unchanged record
+            chunks.append(stored[k])
+            continue
+        body = "\n".join(part)
+        new.append((next_id, body, hashlib.sha256(body.encode()).hexdigest()))
+        chunks.append((next_id, part))
+        next_id += 1
     records = book.records
     head = _encode({
         "format": SNAPSHOT_FORMAT, "seq": seq, "world_version": book.world_version,
         "epoch": book.epoch, "holders": book.holders, "fields": _FIELDS,
-        "ids": list(records),
+        "ids": list(records), "chunks": [cid for cid, _ in chunks],
         "open": [i for i, cid in enumerate(records) if cid in book.active]}, True)
-    body = "\n".join([head, *map(_line, records.values())])
-    return body, hashlib.sha256(body.encode()).hexdigest()
+    return Dump(head, hashlib.sha256(head.encode()).hexdigest(), chunks, new)
 
 
-def load_book(book: Book, body: str, digest: str, *, last_seq: int) -> int:
-    """Fill the empty ``book`` from a snapshot; returns the journal seq it stands at.
+def load_book(book: Book, head: str, digest: str, stored: Mapping[int, tuple[str, str]], *,
+              last_seq: int) -> tuple[int, list[Chunk]]:
+    """Fill the empty ``book`` from a snapshot: its header, the header's sha256 and the stored
+    chunks (id -> (body, sha256)). Returns the journal seq it stands at and its chunks.
 
     Raises :class:`SnapshotMismatch` (the book untouched) when the snapshot cannot be used."""
-    if hashlib.sha256(body.encode()).hexdigest() != digest:
+    if hashlib.sha256(head.encode()).hexdigest() != digest:
         raise SnapshotMismatch("its sha256 does not match its content")
-    head, _, rest = body.partition("\n")
     try:
         data = decode_json(head)
     except ValueError as exc:
@@ -192,7 +234,17 @@ def load_book(book: Book, body: str, digest: str, *, last_seq: int) -> int:
         raise SnapshotMismatch("its commands have other fields than this version's")
     try:
         ids, still_open = data["ids"], data["open"]
-        lines = rest.split("\n") if ids else []
+        chunks: list[Chunk] = []
+        lines: list[str] = []
+        for cid in data["chunks"]:
+            if cid not in stored:
+                raise ValueError(f"its chunk {cid!r} is not in the file")
+            body, sha = stored[cid]
+            if hashlib.sha256(body.encode()).hexdigest() != sha:
+                raise ValueError(f"the sha256 of its chunk {cid} does not match its content")
+            part = body.split("\n")
+            chunks.append((cid, part))
+            lines += part
         if len(lines) != len(ids) or not all(type(cid) is str for cid in ids):
             raise ValueError(f"{len(ids)} ids and {len(lines)} record lines")
         records = dict(zip(ids, map(_record, lines), strict=True))
@@ -209,4 +261,4 @@ def load_book(book: Book, body: str, digest: str, *, last_seq: int) -> int:
     book.active.update(active)
     book.holders.update(holders)
     book.world_version, book.epoch = world_version, epoch
-    return seq
+    return seq, chunks

@@ -9,7 +9,9 @@ has not may be lost with the process. ``synchronous`` ``NORMAL`` (the default) s
 process; ``FULL`` also survives power loss at the price of an fsync per commit.
 
 Beside the entries, the file keeps the newest snapshot of the ledger's state
-(:mod:`harness_bt.ledger.snapshot`), so a reopen replays only the entries after it.
+(:mod:`harness_bt.ledger.snapshot`: a header row and its record lines in chunks, a chunk shared
+by consecutive snapshots while its lines do not change), so a reopen replays only the entries
+after it.
 """
 
 from __future__ import annotations
@@ -136,6 +138,10 @@ class LedgerJournal:
                 "CREATE TABLE IF NOT EXISTS ledger_snapshots "
                 "(seq INTEGER PRIMARY KEY, sha256 TEXT NOT NULL, body TEXT NOT NULL)"
             )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS ledger_snapshot_chunks "
+                "(id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL, body TEXT NOT NULL)"
+            )
             row = self._db.execute(
                 "SELECT value FROM ledger_info WHERE key='format'"
             ).fetchone()
@@ -162,6 +168,12 @@ class LedgerJournal:
         row = self._db.execute("SELECT MAX(seq) FROM ledger_snapshots").fetchone()
         #: The seq of the newest snapshot (0: none).
         self.snapshot_seq: int = int(row[0]) if row[0] is not None else 0
+        row = self._db.execute("SELECT MAX(id) FROM ledger_snapshot_chunks").fetchone()
+        #: The id the next snapshot chunk written gets.
+        self.next_chunk_id: int = int(row[0]) + 1 if row[0] is not None else 1
+        #: The chunks of the newest snapshot as ``(id, lines)``, once it was read or written:
+        #: the next snapshot stores again only the chunks whose lines changed.
+        self.snapshot_chunks: list[tuple[int, list[str]]] = []
 
     def read(self, after: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
         """Every entry with a seq above ``after``, in order, as ``(seq, body)``."""
@@ -253,29 +265,45 @@ class LedgerJournal:
                 db.executemany(_INSERT, rows)
         self.last_seq = rows[-1][0]
 
-    def newest_snapshot(self) -> tuple[str, str] | None:
-        """The newest snapshot as ``(body, sha256)``, or None."""
+    def newest_snapshot(self) -> tuple[str, str, dict[int, tuple[str, str]]] | None:
+        """The newest snapshot as ``(header, its sha256, {chunk id: (body, sha256)})``, or
+        None."""
         try:
             row = self._db.execute(
                 "SELECT body, sha256 FROM ledger_snapshots ORDER BY seq DESC LIMIT 1").fetchone()
+            if row is None:
+                return None
+            chunks = {cid: (body, sha) for cid, sha, body in self._db.execute(
+                "SELECT id, sha256, body FROM ledger_snapshot_chunks")}
         except sqlite3.DatabaseError as exc:
             raise LedgerError(
                 LedgerCode.JOURNAL_FAILED, f"cannot read the journal {self.path}: {exc}"
             ) from exc
-        return None if row is None else (row[0], row[1])
+        return row[0], row[1], chunks
 
-    def write_snapshot(self, seq: int, body: str, sha256: str) -> None:
-        """Store a snapshot at ``seq`` (entries up to it must be on disk) and drop older ones."""
+    def write_snapshot(self, seq: int, head: str, sha256: str, chunks: list[int],
+                       new: list[tuple[int, str, str]]) -> None:
+        """Store a snapshot at ``seq`` (entries up to it must be on disk): its header, the ids
+        of the chunks it is made of and those not stored yet (``(id, body, sha256)``); older
+        snapshots and the chunks only they used are dropped, in the same transaction."""
         if seq > self.last_seq:
             raise LedgerError(LedgerCode.JOURNAL_FAILED,
                               f"internal: snapshot at seq {seq} is past the journal's end "
                               f"{self.last_seq}", fix="flush before writing a snapshot")
         with self._transaction("write a snapshot to", "free disk space or fix permissions; "
                                "the journal itself is intact") as db:
+            db.executemany("INSERT OR REPLACE INTO ledger_snapshot_chunks(id, body, sha256) "
+                           "VALUES (?, ?, ?)", new)
             db.execute("INSERT OR REPLACE INTO ledger_snapshots(seq, sha256, body) "
-                       "VALUES (?, ?, ?)", (seq, sha256, body))
+                       "VALUES (?, ?, ?)", (seq, sha256, head))
             db.execute("DELETE FROM ledger_snapshots WHERE seq < ?", (seq,))
+            keep = set(chunks)
+            db.executemany("DELETE FROM ledger_snapshot_chunks WHERE id = ?", [
+                row for row in db.execute("SELECT id FROM ledger_snapshot_chunks")
+                if row[0] not in keep])
         self.snapshot_seq = seq
+        if new:
+            self.next_chunk_id = max(self.next_chunk_id, new[-1][0] + 1)
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.DatabaseError):

@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from harness_bt.ledger import Command, CommandEvent, Ledger, LedgerError
+from harness_bt.ledger import CommandEvent, Ledger, LedgerError, snapshot
 from harness_bt.ledger.snapshot import SnapshotRecord
 from harness_bt.ledger.states import CommandState
 
@@ -28,16 +28,27 @@ def _finished(path, cmd, ids=("nav-1", "nav-2")) -> Ledger:
 
 
 def _snapshot(path) -> tuple[int, str, str]:
+    """The newest snapshot as one text: its header, then its record lines (chunk by chunk)."""
     db = sqlite3.connect(path)
-    row = db.execute("SELECT seq, body, sha256 FROM ledger_snapshots").fetchone()
+    seq, head, sha = db.execute("SELECT seq, body, sha256 FROM ledger_snapshots").fetchone()
+    chunks = dict(db.execute("SELECT id, body FROM ledger_snapshot_chunks"))
     db.close()
-    return row
+    return seq, "\n".join([head, *(chunks[c] for c in json.loads(head)["chunks"])]), sha
 
 
 def _replace_snapshot(path, body: str) -> None:
+    """Store ``body`` (a header line, then record lines) as the snapshot: the lines in one
+    chunk, the header naming it, each with its own sha256."""
+    head, _, lines = body.partition("\n")
+    data = json.loads(head)
     db = sqlite3.connect(path)
+    db.execute("DELETE FROM ledger_snapshot_chunks")
+    if lines:
+        db.execute("INSERT INTO ledger_snapshot_chunks(id, sha256, body) VALUES (7, ?, ?)",
+                   (hashlib.sha256(lines.encode()).hexdigest(), lines))
+        head = json.dumps(data | {"chunks": [7]})
     db.execute("UPDATE ledger_snapshots SET body = ?, sha256 = ?",
-                (body, hashlib.sha256(body.encode()).hexdigest()))
+               (head, hashlib.sha256(head.encode()).hexdigest()))
     db.commit()
     db.close()
 
@@ -78,7 +89,7 @@ def test_a_snapshot_line_that_does_not_read_back_is_a_journal_failed_error_when_
     _, body, _ = _snapshot(journal_path)
     head, line1, line2 = body.split("\n")
     row = json.loads(line1)
-    row[0][list(Command.model_fields).index("start_within_ms")] = "soon"  # not a number
+    row[0]["start_within_ms"] = "soon"  # not a number
     _replace_snapshot(journal_path, "\n".join([head, json.dumps(row), line2]))
     again = Ledger.open(journal_path, now=1.0)  # terminal records are not read at open
     assert again.get("nav-2").state is CommandState.SUCCEEDED
@@ -109,7 +120,7 @@ def test_a_snapshot_of_the_previous_format_is_ignored_and_the_journal_replayed(
     _replace_snapshot(journal_path, json.dumps({"format": 1, "seq": 10, "records": []}))
     with caplog.at_level(logging.WARNING, logger="harness_bt.ledger.recovery"):
         again = Ledger.open(journal_path, now=1.0)
-    assert "it is of format 1, this version reads 2" in caplog.text
+    assert "it is of format 1, this version reads 3" in caplog.text
     assert again.get("nav-2").state is CommandState.SUCCEEDED
     again.close()
 
@@ -150,3 +161,83 @@ def test_threads_reading_one_unbuilt_record_at_once_all_see_it_built_once(journa
         (CommandState.SUCCEEDED, f"nav-{i}", 5) for i in range(200)}
     assert not hasattr(records[0], "no_such_field")
     again.close()
+
+
+def test_a_snapshot_line_whose_command_is_not_an_object_is_a_journal_failed_error_when_read(
+        journal_path, cmd):
+    _finished(journal_path, cmd).close()
+    _, body, _ = _snapshot(journal_path)
+    head, line1, line2 = body.split("\n")
+    row = json.loads(line1)
+    row[0] = list(row[0].values())  # the previous format's array of fields
+    _replace_snapshot(journal_path, "\n".join([head, json.dumps(row), line2]))
+    again = Ledger.open(journal_path, now=1.0)
+    with pytest.raises(LedgerError) as e:
+        _ = again.get("nav-1").state
+    assert e.value.code == "JOURNAL_FAILED" and "not an object" in str(e.value)
+    assert again.get("nav-2").state is CommandState.SUCCEEDED
+    again._journal.close()  # type: ignore[union-attr]
+    again._journal = None
+
+
+def _chunk_rows(path) -> dict[int, str]:
+    db = sqlite3.connect(path)
+    rows = dict(db.execute("SELECT id, body FROM ledger_snapshot_chunks"))
+    db.close()
+    return rows
+
+
+def test_a_snapshot_stores_again_only_the_chunks_whose_lines_changed(
+        journal_path, cmd, monkeypatch):
+    monkeypatch.setattr(snapshot, "CHUNK_RECORDS", 2)
+    ids = [f"nav-{i}" for i in range(5)]
+    led = _finished(journal_path, cmd, ids)
+    written = {r.command_id: (r.state, r.events) for r in led.records()}
+    led.close()
+    first = _chunk_rows(journal_path)
+    assert len(first) == 3  # 2 + 2 + 1 records
+    again = Ledger.open(journal_path, now=1.0)
+    again.apply(CommandEvent("nav-2", 3, "progress"), now=1.0)  # a late event: chunk 2 changes
+    again.close()
+    second = _chunk_rows(journal_path)
+    head = json.loads(_snapshot(journal_path)[1].split("\n")[0])
+    old = sorted(first)
+    assert head["chunks"] == [old[0], max(second), old[2]]  # the first and last kept as stored
+    assert set(second) == set(head["chunks"])  # the replaced chunk dropped
+    assert second[old[0]] == first[old[0]] and second[old[2]] == first[old[2]]
+    third = Ledger.open(journal_path, now=2.0)
+    assert {r.command_id: r.state for r in third.records()} == {
+        cid: state for cid, (state, _) in written.items()}
+    assert third.get("nav-2").events[-1].reason == "LATE_AFTER_SUCCEEDED"
+    assert third.get("nav-4").events == written["nav-4"][1]
+    third.close()
+
+
+@pytest.mark.parametrize("damage", ["changed", "missing"])
+def test_a_snapshot_with_a_damaged_or_missing_chunk_is_ignored_and_the_journal_replayed(
+        journal_path, cmd, monkeypatch, caplog, damage):
+    monkeypatch.setattr(snapshot, "CHUNK_RECORDS", 1)
+    _finished(journal_path, cmd).close()
+    second = max(_chunk_rows(journal_path))
+    db = sqlite3.connect(journal_path)
+    if damage == "changed":
+        db.execute("UPDATE ledger_snapshot_chunks SET body = replace(body, 'SUCCEEDED', "
+                   "'FAILED') WHERE id = ?", (second,))
+    else:
+        db.execute("DELETE FROM ledger_snapshot_chunks WHERE id = ?", (second,))
+    db.commit()
+    db.close()
+    with caplog.at_level(logging.WARNING, logger="harness_bt.ledger.recovery"):
+        again = Ledger.open(journal_path, now=1.0)
+    why = (f"the sha256 of its chunk {second} does not match its content" if damage == "changed"
+           else f"its chunk {second} is not in the file")
+    assert why in caplog.text and "replaying the whole journal" in caplog.text
+    assert {r.command_id: r.state for r in again.records()} == {
+        "nav-1": CommandState.SUCCEEDED, "nav-2": CommandState.SUCCEEDED}
+    again.close()  # a whole new snapshot replaces the damaged one
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="harness_bt.ledger.recovery"):
+        third = Ledger.open(journal_path, now=2.0)
+    assert not caplog.records and type(third.find("nav-2")) is SnapshotRecord
+    assert third.get("nav-2").state is CommandState.SUCCEEDED
+    third.close()
