@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar, cast
+from typing import Protocol, TypeVar
 
 import zmq
 
@@ -44,13 +44,14 @@ from harness_bt.plugins import did_you_mean
 from runtime_bridge.zmq import wire
 from runtime_bridge.zmq.inline import Answerer, InlineCall, InlineCaller
 from runtime_bridge.zmq.service import Service, serve_one
-from runtime_bridge.zmq.sockets import send_frames
+from runtime_bridge.zmq.sockets import readable, recv_frames, send_frames
 from runtime_bridge.zmq.wire import WORKER_TYPES, Limits, Message, MessageType, WireCode, WireError
 
 __all__ = ["Broker", "BrokerConfig", "BrokerPlugin"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_NOBLOCK = int(zmq.NOBLOCK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +81,7 @@ class BrokerPlugin(Protocol):
 @dataclass(slots=True, eq=False)
 class _Pending:
     envelope: list[bytes]
-    frames: list[bytes]
+    frames: list[bytes | memoryview]
     request: Message
     queued_at: float
 
@@ -219,13 +220,13 @@ class Broker:
             flags = 0  # the first receive waits one tick at most (RCVTIMEO)
             for _ in range(1000):  # drain what is there, but keep ticking under load
                 try:
-                    frames = sock.recv_multipart(flags)
+                    frames = recv_frames(sock, flags)
                 except zmq.Again:
                     break
                 self._handle(sock, frames)
-                if not cast(int, sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+                if not readable(sock):
                     break
-                flags = zmq.NOBLOCK
+                flags = _NOBLOCK
             now = self.clock.monotonic()
             if now >= next_beat:
                 next_beat = now + cfg.heartbeat_interval_s
@@ -235,9 +236,11 @@ class Broker:
 
     # ------------------------------------------------------------------ messages
 
-    def _handle(self, sock: zmq.Socket, frames: list[bytes], *, nested: bool = False) -> None:
-        if frames[0].startswith(self._inline_token):
-            self._deferred.append(frames[0])
+    def _handle(self, sock: zmq.Socket, frames: list[bytes | memoryview], *,
+                nested: bool = False) -> None:
+        head = frames[0]
+        if type(head) is bytes and head.startswith(self._inline_token):
+            self._deferred.append(head)
             while self._deferred and not nested:  # one call at a time, the next ones after
                 self._run_inline(sock, self._deferred.popleft())
             return
@@ -267,7 +270,7 @@ class Broker:
             service="" if request is None else request.service,
             command_id="" if request is None else request.command_id))
 
-    def _on_message(self, sock: zmq.Socket, raw: list[bytes]) -> None:
+    def _on_message(self, sock: zmq.Socket, raw: list[bytes | memoryview]) -> None:
         envelope, frames = wire.split_envelope(raw)
         if not envelope:
             return
@@ -288,7 +291,7 @@ class Broker:
         else:
             self._route(sock, envelope, frames, msg)
 
-    def _route(self, sock: zmq.Socket, envelope: list[bytes], frames: list[bytes],
+    def _route(self, sock: zmq.Socket, envelope: list[bytes], frames: list[bytes | memoryview],
                msg: Message) -> None:
         local = self._local.get(msg.service)
         if local is not None:
