@@ -72,8 +72,8 @@ class JournalBatch:
         submit changed another command too (it preempted one), everything in hand is
         journaled."""
         cid = rec.command_id
-        own = self.staged[first:]
-        if any(event.command_id != cid for event in own):
+        own = self.staged[first:]  # an accepted command has none, a refused one its refusal
+        if own and any(event.command_id != cid for event in own):
             self.dirty[cid] = rec
             self.flush()
             return

@@ -102,13 +102,21 @@ class HostLock:
         finally:
             self.acquire()
 
-    def __enter__(self) -> HostLock:
-        self.acquire()
+    def __enter__(self) -> HostLock:  # acquire(), inlined: every request takes the lock
+        if not self._lock.acquire(False):
+            me = threading.get_ident()
+            self._waiters.add(me)
+            try:
+                self._lock.acquire()
+            finally:
+                self._waiters.discard(me)
+        self._depth += 1
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.release()
+        self._depth -= 1  # release(), inlined
+        self._lock.release()
 
 
 class GiveWayScheduler:

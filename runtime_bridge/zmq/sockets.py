@@ -21,6 +21,7 @@ Copies, measured on this machine (2 cores, inproc, pyzmq 27.3 / libzmq 4.3.5):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import zmq
 
@@ -58,4 +59,4 @@ def recv_frames(sock: zmq.Socket, flags: int = 0) -> list[bytes | memoryview]:
 
 def readable(sock: zmq.Socket) -> bool:
     """Whether a message waits on ``sock`` (its ``EVENTS`` option, read without enums)."""
-    return bool(sock.get(_EVENTS) & _POLLIN)
+    return bool(cast(int, sock.get(_EVENTS)) & _POLLIN)
