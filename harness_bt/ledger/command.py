@@ -121,12 +121,13 @@ class Command(BaseModel):
 def find_non_finite(value: Any, path: str) -> list[tuple[str, float]]:
     """Paths of every non-finite float inside nested dicts / lists / tuples."""
     found: list[tuple[str, float]] = []
-    if type(value) in _PLAIN:
+    kind = type(value)
+    if kind in _PLAIN:
         return found
-    if isinstance(value, float):
+    if kind is float or isinstance(value, float):
         if not math.isfinite(value):
             found.append((path, value))
-    elif isinstance(value, Mapping):
+    elif kind is dict or isinstance(value, Mapping):  # a dict skips the ABC's slower check
         for key, item in value.items():
             if type(item) in _PLAIN or (type(item) is float and math.isfinite(item)):
                 continue
