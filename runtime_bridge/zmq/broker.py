@@ -15,8 +15,9 @@ One ROUTER socket serves clients and workers. A request names its service in the
 Every malformed, truncated, oversized or unknown-version message gets an ERROR reply; nothing a
 peer sends can stop the broker. The broker's thread owns its socket and those of its plugins
 (the telemetry publisher), and closes them with ``linger_ms``. ``guard`` (a context manager
-factory) is entered around the handling of each message: the runtime server passes its host's
-``answering`` there, so its control step steps aside while an answer is made.
+factory, optional) is entered around the handling of each message, e.g. a host's
+``answering``, so a step run on another thread steps aside while an answer is made (the runtime
+server needs none: its step's bookkeeping runs on the broker's own thread, below).
 
 :meth:`Broker.inline` lets one other thread run work *on the broker's thread*, between two
 messages (the runtime server's control thread runs the bookkeeping of its step there; see
