@@ -85,11 +85,13 @@ class Command(BaseModel):
 
     def problems(self) -> list[tuple[str, str]]:
         """Every content problem as ``(field, message)``; empty when the command is well formed."""
-        if (0 <= self.start_within_ms < math.inf and 0 < self.execution_timeout_ms < math.inf
+        resources, params = self.resources, self.params
+        if (0 <= self.start_within_ms < _INF and 0 < self.execution_timeout_ms < _INF
                 and self.schema_version == SCHEMA_VERSION and self.command_id.strip()
-                and self.skill.strip() and all(r.strip() for r in self.resources)
-                and len(set(self.resources)) == len(self.resources)
-                and not find_non_finite(self.params, "params")):
+                and self.skill.strip()
+                and (not resources or (all(r.strip() for r in resources)
+                                       and len(set(resources)) == len(resources)))
+                and (not params or not find_non_finite(params, "params"))):
             return []  # the common case, checked in one expression; the same rules as below
         out: list[tuple[str, str]] = []
         if not self.command_id.strip():
@@ -119,12 +121,13 @@ class Command(BaseModel):
 def find_non_finite(value: Any, path: str) -> list[tuple[str, float]]:
     """Paths of every non-finite float inside nested dicts / lists / tuples."""
     found: list[tuple[str, float]] = []
-    if type(value) in _PLAIN:
+    kind = type(value)
+    if kind in _PLAIN:
         return found
-    if isinstance(value, float):
+    if kind is float or isinstance(value, float):
         if not math.isfinite(value):
             found.append((path, value))
-    elif isinstance(value, Mapping):
+    elif kind is dict or isinstance(value, Mapping):  # a dict skips the ABC's slower check
         for key, item in value.items():
             if type(item) in _PLAIN or (type(item) is float and math.isfinite(item)):
                 continue
@@ -136,6 +139,7 @@ def find_non_finite(value: Any, path: str) -> list[tuple[str, float]]:
 
 
 _PLAIN = frozenset({str, int, bool, type(None)})
+_INF = math.inf
 _WIRE_FIELDS = tuple(Command.model_fields)
 #: dates and dataclasses are left to pydantic (orjson writes some of them differently)
 _OWN_TYPES_ONLY = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS

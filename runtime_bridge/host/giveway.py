@@ -8,8 +8,10 @@ in, in one of three ways:
 - **through a give-way** (:class:`GiveWay`): the thread that answers requests runs the step's
   bookkeeping itself (the runtime server's broker does, :mod:`runtime_bridge.zmq.inline`);
   every ``LOOK_S`` of work it answers the requests waiting, there and then, with no lock or
-  interpreter changing hands, and otherwise offers the CPU to whatever else waits for it
-  (``sched_yield``: a process woken on its core would otherwise wait for the whole step);
+  interpreter changing hands, and every ``OFFER_S`` in which none came it offers the CPU to
+  whatever else waits for it (``sched_yield``: a process woken on its core would otherwise
+  wait for the whole step). A look costs about half a microsecond, a request that arrives in
+  the middle of a step waits half a ``LOOK_S`` on average for it;
 - **stepping aside**: a thread answering a request (``with scheduler.answering():``) makes the
   step journal what it has done, let go of the lock and sleep until the answer has left, so
   the answering thread has the interpreter to itself;
@@ -100,13 +102,21 @@ class HostLock:
         finally:
             self.acquire()
 
-    def __enter__(self) -> HostLock:
-        self.acquire()
+    def __enter__(self) -> HostLock:  # acquire(), inlined: every request takes the lock
+        if not self._lock.acquire(False):
+            me = threading.get_ident()
+            self._waiters.add(me)
+            try:
+                self._lock.acquire()
+            finally:
+                self._waiters.discard(me)
+        self._depth += 1
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self.release()
+        self._depth -= 1  # release(), inlined
+        self._lock.release()
 
 
 class GiveWayScheduler:
@@ -115,7 +125,8 @@ class GiveWayScheduler:
     once the host is closed (checked whenever the step takes the lock back)."""
 
     SHARE_S = 0.0005
-    LOOK_S = 0.0001
+    LOOK_S = 0.00003
+    OFFER_S = 0.0001
     YIELD_SHARE = 0.25
 
     def __init__(self, *, journal: Callable[[], None], check_open: Callable[[], None]) -> None:
@@ -127,6 +138,7 @@ class GiveWayScheduler:
         self._answering = 0  # requests being answered now
         self._parked = False  # the step is waiting for them to leave
         self._answered = threading.Event()
+        self._offered = 0.0  # when the step last offered the CPU (perf_counter)
         #: how long the current step may still give way (seconds)
         self.yield_left = 0.0
         #: the give-way the current step's bookkeeping runs through, if any
@@ -147,7 +159,8 @@ class GiveWayScheduler:
 
     def share(self, since: float) -> float:
         """Between two commands of a step (``since``: when it last gave way). With a give-way,
-        every ``LOOK_S``: answer the requests waiting, here and now, or else offer the CPU.
+        every ``LOOK_S``: answer the requests waiting, here and now, or else (once per
+        ``OFFER_S``) offer the CPU.
         Otherwise, when an answer is being made, step aside; and every ``SHARE_S``, when
         another thread waits for the lock, journal what is done and let that request in.
         Returns the new ``since``."""
@@ -157,8 +170,10 @@ class GiveWayScheduler:
             if now - since < self.LOOK_S:
                 return since
             if self.yield_left <= 0 or not give_way.pending():
-                os.sched_yield()
-                return time.perf_counter()
+                if now - self._offered >= self.OFFER_S:
+                    os.sched_yield()
+                    self._offered = now = time.perf_counter()
+                return now
             while True:
                 give_way.answer()
                 spent = time.perf_counter() - now

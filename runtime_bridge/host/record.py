@@ -116,7 +116,7 @@ class RuntimeRecord:
             self.command_id,
             self._command_text(),
             int(self.accepted),
-            self.state.value,
+            str(self.state),  # its value (a StrEnum's str), without the enum's slow .value
             self.reason,
             self.received_wall,
             self.finished_wall,

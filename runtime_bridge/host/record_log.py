@@ -236,8 +236,12 @@ class LoggedRuntimeJournal:
         return fd, seg
 
     def _append(self, fd: int, data: bytes) -> None:
-        written = os.write(fd, data)
-        if written != len(data):  # a short write (a signal, a full disk): write the rest
+        self._complete(fd, data, os.write(fd, data))
+
+    def _complete(self, fd: int, data: bytes, written: int) -> None:
+        """After ``written`` bytes of ``data`` went out in one write: the rest of a short
+        write (a signal, a full disk), then the sync to disk with ``FULL``."""
+        if written != len(data):
             view = memoryview(data)[written:]
             while view:
                 view = view[os.write(fd, view):]
@@ -258,7 +262,9 @@ class LoggedRuntimeJournal:
             if self._closed:
                 raise BridgeError("JOURNAL_FAILED", f"the runtime journal {self.path} is closed")
             try:
-                self._append(self._fd, frame)
+                written = os.write(self._fd, frame)
+                if written != len(frame) or self._sync:
+                    self._complete(self._fd, frame, written)
             except OSError as exc:
                 raise self._failed("append to", exc) from exc
             for row in rows:

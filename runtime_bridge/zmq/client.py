@@ -15,7 +15,7 @@ import threading
 import zmq
 
 from harness_bt.errors import BridgeError
-from runtime_bridge.zmq.sockets import send_frames
+from runtime_bridge.zmq.sockets import recv_frames, send_frames
 from runtime_bridge.zmq.wire import Limits, Message, WireCode, WireError, decode, encode
 
 __all__ = ["LazyPirateClient"]
@@ -81,7 +81,7 @@ class LazyPirateClient:
                 self._rcvtimeo = wait_ms
             send_frames(sock, frames)
             try:
-                raw = sock.recv_multipart()
+                raw = recv_frames(sock)
             except zmq.Again:
                 raw = None
             if raw is not None:

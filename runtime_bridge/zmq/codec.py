@@ -80,7 +80,7 @@ def command_from_wire(body: Mapping[str, Any], header_command_id: str) -> Comman
 
 
 def ack_to_wire(ack: Ack) -> dict[str, Any]:
-    return {"command_id": ack.command_id, "accepted": ack.accepted, "state": ack.state.value,
+    return {"command_id": ack.command_id, "accepted": ack.accepted, "state": str(ack.state),
             "reason": ack.reason, "duplicate": ack.duplicate}
 
 

@@ -19,10 +19,12 @@ import zmq
 
 from harness_bt.errors import BridgeError
 from runtime_bridge.host.giveway import GiveWay
+from runtime_bridge.zmq.sockets import readable, recv_frames
 
 __all__ = ["Answerer", "InlineCall", "InlineCaller"]
 
 T = TypeVar("T")
+_NOBLOCK = int(zmq.NOBLOCK)
 
 
 @dataclass(slots=True, eq=False)
@@ -45,11 +47,11 @@ class Answerer:
         self._sock = sock
 
     def pending(self) -> bool:
-        return bool(cast(int, self._sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN)
+        return readable(self._sock)
 
     def answer(self) -> None:
         try:
-            frames = self._sock.recv_multipart(zmq.NOBLOCK)
+            frames = recv_frames(self._sock, _NOBLOCK)
         except zmq.Again:
             return
         self._handle(self._sock, frames, nested=True)

@@ -97,10 +97,12 @@ class RuntimeServer:
         plugins = [] if self.publisher is None else [self.publisher]
         self._io: Broker | ServiceWorker
         if cfg.connect is None:
+            # no guard: the step's bookkeeping runs on the broker's own thread (between two
+            # messages, or answering them itself), so there is no step to make step aside
             self._io = Broker(BrokerConfig(bind=cfg.bind, limits=cfg.limits,
                                            heartbeat_interval_s=cfg.heartbeat_interval_s),
                               services=[self.service], plugins=plugins, context=self.context,
-                              clock=self.clock, guard=self.host.answering)
+                              clock=self.clock)
         else:
             self._io = ServiceWorker(self.service, WorkerConfig(
                 broker=cfg.connect, limits=cfg.limits,

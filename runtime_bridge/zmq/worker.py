@@ -20,6 +20,7 @@ import zmq
 from harness_bt.clock import Clock, SystemClock
 from runtime_bridge.zmq.broker import BrokerPlugin
 from runtime_bridge.zmq.service import Service, serve_one
+from runtime_bridge.zmq.sockets import recv_frames
 from runtime_bridge.zmq.wire import (
     Limits,
     Message,
@@ -130,7 +131,7 @@ class ServiceWorker:
         while not self._stop.is_set():
             if poller.poll(timeout_ms):
                 try:
-                    msg = decode(sock.recv_multipart(), cfg.limits)
+                    msg = decode(recv_frames(sock), cfg.limits)
                 except WireError as err:
                     log.warning("unreadable message from the broker: %s", err)
                     continue

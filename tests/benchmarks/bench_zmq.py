@@ -9,8 +9,9 @@ run; asserts nothing about speed.
    runtime's local service;
 3. 100 concurrent clients x 1,000 commands: nothing lost, nothing run twice, broker memory.
 
-Run: .venv/bin/python tests/benchmarks/bench_zmq.py [--quick] [--round-trip]
-(``--round-trip``: part 1 only; it takes under a minute)
+Run: .venv/bin/python tests/benchmarks/bench_zmq.py [--quick] [--round-trip] [--repeats N]
+(``--round-trip``: part 1 only; it takes under a minute. ``--repeats N``: the back-to-back round
+trip N times, each with a fresh runtime, then the medians over the N and the load average)
 """
 
 from __future__ import annotations
@@ -153,7 +154,8 @@ def pct(samples: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def round_trips(n: int, rounds: int, warmup: int = 200, pace_hz: float | None = None) -> None:
+def round_trips(n: int, rounds: int, warmup: int = 200, pace_hz: float | None = None
+                ) -> dict[str, float]:
     """``rounds`` rounds of ``n`` samples, each sample an echo, a ZmqBridge dispatch and a bare
     DISPATCH request back to back, so the three see the same machine; ratios per round (their
     median is the figure: a shared machine's bad second moves one round, not the verdict) and
@@ -162,7 +164,9 @@ def round_trips(n: int, rounds: int, warmup: int = 200, pace_hz: float | None = 
     Back to back (``pace_hz`` None), the runtime starts and finishes every command it
     acknowledges, some 2,000 a second, so each 30 Hz control step runs dozens of them while
     requests arrive. Paced, samples start ``pace_hz`` times a second: a harness's rate (it
-    dispatches a command and waits for it), and what the runtime's control loop then carries."""
+    dispatches a command and waits for it), and what the runtime's control loop then carries.
+    Returns the figures of the echo and the runtime DISPATCH (p50 / p90 in us, and the medians
+    of the per-round ratios)."""
     with tempfile.TemporaryDirectory() as tmp:
         proc, info = serve(tmp, "--control-hz", "30")
         ctx = zmq.Context()
@@ -234,39 +238,62 @@ def round_trips(n: int, rounds: int, warmup: int = 200, pace_hz: float | None = 
     how = "back to back" if pace_hz is None else f"paced at {pace_hz:g} samples/s"
     print(f"\n1. dispatch -> ack round trip, {how}: {rounds} rounds x {n} samples, request "
           f"{sum(req_sizes)} B in frames {req_sizes}, reply {sum(rep_sizes)} B")
-    print(f"   {'':40s} {'p50 us':>8s} {'p99 us':>8s} {'x p50':>6s} {'x p99':>6s}   "
-          "per-round x p50 | x p99")
+    print(f"   {'':40s} {'p50 us':>8s} {'p90 us':>8s} {'p99 us':>8s} {'x p50':>6s} "
+          f"{'x p90':>6s} {'x p99':>6s}   per-round x p50 | x p90 | x p99")
 
     def cut(xs: list[float]) -> list[list[float]]:
         return [xs[r * n:(r + 1) * n] for r in range(rounds)]
 
+    qs = (0.5, 0.9, 0.99)
     for name, xs in (("raw pyzmq REQ/REP echo (baseline)", t_raw),
                      ("runtime DISPATCH (wire + host + journal)", t_proto),
                      ("ZmqBridge.dispatch (+ Command codec)", t_bridge)):
-        per = [(pct(a, 0.5) / pct(b, 0.5), pct(a, 0.99) / pct(b, 0.99))
+        per = [[pct(a, q) / pct(b, q) for q in qs]
                for a, b in zip(cut(xs), cut(t_raw), strict=True)]
-        print(f"   {name:40s} {pct(xs, 0.5):8.1f} {pct(xs, 0.99):8.1f} "
-              f"{pct(xs, 0.5) / pct(t_raw, 0.5):6.2f} {pct(xs, 0.99) / pct(t_raw, 0.99):6.2f}   "
-              + " ".join(f"{a:.2f}" for a, _ in per) + " | "
-              + " ".join(f"{b:.2f}" for _, b in per))
+        print(f"   {name:40s} " + " ".join(f"{pct(xs, q):8.1f}" for q in qs) + " "
+              + " ".join(f"{pct(xs, q) / pct(t_raw, q):6.2f}" for q in qs) + "   "
+              + " | ".join(" ".join(f"{r[k]:.2f}" for r in per) for k in range(len(qs))))
         if xs is t_proto:
-            verdict = (statistics.median(a for a, _ in per),
-                       statistics.median(b for _, b in per))
+            verdict = [statistics.median(r[k] for r in per) for k in range(len(qs))]
     print(f"   runtime DISPATCH, median of the rounds: {verdict[0]:.2f}x at p50 "
-          f"(target <= 1.50), {verdict[1]:.2f}x at p99 (target <= 2.00)")
+          f"(target <= 1.50), {verdict[1]:.2f}x at p90, {verdict[2]:.2f}x at p99 "
+          "(target <= 2.00)")
+    figures = {"echo_p50": pct(t_raw, 0.5), "echo_p90": pct(t_raw, 0.9),
+               "dispatch_p50": pct(t_proto, 0.5), "dispatch_p90": pct(t_proto, 0.9),
+               "x_p50": verdict[0], "x_p90": verdict[1], "x_p99": verdict[2]}
     if not refs:
-        return
+        return figures
     print("   reference only (one round each after, against the echo again):")
     for name, (t_raw_ref, t_ref) in refs.items():
-        b50, b99 = pct(t_raw_ref, 0.5), pct(t_raw_ref, 0.99)
-        p50, p99 = pct(t_ref, 0.5), pct(t_ref, 0.99)
-        print(f"   {'raw pyzmq REQ/REP echo (baseline)':40s} {b50:8.1f} {b99:8.1f} {1:6.2f} "
-              f"{1:6.2f}")
-        print(f"   {name:40s} {p50:8.1f} {p99:8.1f} {p50 / b50:6.2f} {p99 / b99:6.2f}")
+        base = [pct(t_raw_ref, q) for q in qs]
+        ref = [pct(t_ref, q) for q in qs]
+        print(f"   {'raw pyzmq REQ/REP echo (baseline)':40s} "
+              + " ".join(f"{b:8.1f}" for b in base) + " " + " ".join(f"{1:6.2f}" for _ in qs))
+        print(f"   {name:40s} " + " ".join(f"{r:8.1f}" for r in ref) + " "
+              + " ".join(f"{r / b:6.2f}" for r, b in zip(ref, base, strict=True)))
     server, client = server_python()
     print(f"   the runtime's Python per DISPATCH in one process, no sockets (median): "
           f"{server:.1f} us (decode, validate, submit, journal, encode the ack); the client's "
           f"encode + decode {client:.1f} us")
+    figures.update(server_python_us=server, client_codec_us=client)
+    return figures
+
+
+def summary(runs: list[dict[str, float]], loads: list[tuple[float, float, float]]) -> None:
+    """Medians over repeated back-to-back measurements (each its own runtime process)."""
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    print(f"\nback to back, {len(runs)} repeats (each a fresh runtime, 5 rounds), medians: "
+          f"echo p50 {med('echo_p50'):.1f} us, p90 {med('echo_p90'):.1f} us; runtime DISPATCH "
+          f"p50 {med('dispatch_p50'):.1f} us, p90 {med('dispatch_p90'):.1f} us; ratio "
+          f"{med('x_p50'):.2f}x at p50 (per repeat "
+          + " ".join(f"{r['x_p50']:.2f}" for r in runs) + f"), {med('x_p90'):.2f}x at p90 "
+          "(" + " ".join(f"{r['x_p90']:.2f}" for r in runs) + f"), {med('x_p99'):.2f}x at p99; "
+          f"runtime Python per DISPATCH {med('server_python_us'):.1f} us, client codec "
+          f"{med('client_codec_us'):.1f} us")
+    print("load average (1 / 5 / 15 min) before each repeat and after the last: "
+          + "; ".join(" / ".join(f"{x:.1f}" for x in load) for load in loads))
 
 
 def side_round_trips(proc: subprocess.Popen, info: dict, ctx: zmq.Context, raw: zmq.Socket,
@@ -463,7 +490,14 @@ def main() -> None:
         return
     print(f"bench_zmq: pyzmq {zmq.__version__}, libzmq {zmq.zmq_version()}, "
           f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
-    round_trips(500 if quick else 3000, 1 if quick else 5)
+    repeats = int(sys.argv[sys.argv.index("--repeats") + 1]) if "--repeats" in sys.argv else 1
+    runs, loads = [], []
+    for _ in range(repeats):
+        loads.append(os.getloadavg())
+        runs.append(round_trips(500 if quick else 3000, 1 if quick else 5))
+    loads.append(os.getloadavg())
+    if repeats > 1:
+        summary(runs, loads)
     round_trips(300 if quick else 1500, 1, warmup=50, pace_hz=100.0)
     if "--round-trip" in sys.argv:
         return

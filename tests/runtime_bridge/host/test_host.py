@@ -643,3 +643,38 @@ def test_a_chunk_that_cannot_be_journaled_leaves_its_records_in_hand(clock, back
     host._batch.flush()
     assert {host._journal.get(f"c{i}").state for i in range(5)} == {RuntimeState.CONTROL_DONE}
     host.close()
+
+
+class _Idle:
+    """A give-way no request ever waits on; counts the looks."""
+
+    def __init__(self) -> None:
+        self.looks = 0
+
+    def pending(self) -> bool:
+        self.looks += 1
+        return False
+
+    def answer(self) -> None:
+        raise AssertionError("nothing waits")
+
+
+@pytest.mark.parametrize(("offer_s", "offers_every_look"), [(0.0, True), (1e9, False)])
+def test_a_step_looks_for_requests_more_often_than_it_offers_the_cpu(
+        clock, backend, tmp_path, monkeypatch, offer_s, offers_every_look):
+    import os
+
+    yields: list[int] = []
+    monkeypatch.setattr(os, "sched_yield", lambda: yields.append(1))
+    host, order = _recording_host(backend, clock, tmp_path, lambda host, order: None)
+    host.scheduler.LOOK_S = 0.0  # a look between every two commands
+    host.scheduler.OFFER_S = offer_s
+    for i in range(4):
+        host.submit(command(f"c{i}", "record"))
+    gw = _Idle()
+    clock.advance(DT)
+    host.step(plan_on=lambda plan: plan(gw))
+    assert len(order) == 4 and gw.looks >= 4  # every command stepped, a look after each
+    # an offer at every look when due at once; none within an offer period that never ends
+    assert len(yields) == (gw.looks if offers_every_look else 0)
+    host.close()
