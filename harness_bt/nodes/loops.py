@@ -371,6 +371,11 @@ def _domain_form(name: str, over: Any) -> tuple[str | None, Expression | None]:
         return None, None
     if isinstance(over, Mapping) and set(over) == {"group"} and isinstance(over["group"], str):
         return over["group"], None
+    if isinstance(over, str) and over.isidentifier() and over not in ("bb", "world"):
+        raise DefinitionError("INVALID_NODE", f"for_each {name!r}: over={over!r} is a name, "
+                              "not a list, a group or an expression", node_path=name,
+                              fix=f"write over: [{over}] (one item) or over: {{group: {over}}} "
+                                  "(a scene group)")
     if isinstance(over, str):
         expression = _expression("over", name, over, ())
         assert expression is not None
