@@ -151,7 +151,7 @@ class Expander:
             return None
         if isinstance(over, str):
             return list(facts.objects), True
-        if group not in facts.groups:
+        if not isinstance(group, str) or group not in facts.groups:
             known = sorted(facts.groups)
             self._problem("UNKNOWN_GROUP", f"for_each {name!r}: scene {facts.name!r} has no "
                           f"group {group!r}; its groups: {', '.join(known) or '(none)'}"

@@ -231,7 +231,8 @@ class ForEach(HarnessNode, py_trees.composites.Composite):
         yield self
 
     def _declared(self, view: Any) -> Any:
-        known = self.choice.declared.get(view.get("id")) if isinstance(view, dict) else None
+        known = self.choice.declared.get(str(view.get("id"))) if isinstance(view, dict) \
+            else None
         return {**known, **view} if known else view
 
     def _env(self) -> dict[str, Any]:
@@ -268,8 +269,9 @@ class ForEach(HarnessNode, py_trees.composites.Composite):
         value = self.domain.evaluate(env)
         if not isinstance(value, list | tuple):
             return f"over evaluated to {value!r}, not a list of objects"
-        items = tuple(dict.fromkeys(v.get("id") if isinstance(v, dict) else v for v in value))
-        if not all(isinstance(i, str) for i in items):
+        found = tuple(dict.fromkeys(v.get("id") if isinstance(v, dict) else v for v in value))
+        items = tuple(i for i in found if isinstance(i, str))
+        if len(items) != len(found):
             return f"over evaluated to {list(value)!r}: not every item is an object (or an id)"
         ctx.blackboard.set(key, {"activation": scope.activation, "start": start,
                                  "items": list(items)}, writer=self.path)

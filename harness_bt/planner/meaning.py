@@ -89,7 +89,7 @@ def _resolve(m: Mention, objects: Sequence[SceneObject]) -> list[SceneObject]:
     """The objects a mention names."""
     out = []
     for o in objects:
-        if m.colour is not None and o.colour != m.colour or m.surface and o.container:
+        if (m.colour is not None and o.colour != m.colour) or (m.surface and o.container):
             continue
         if all(n in GENERIC or (n == "container" and o.container) or n in o.words
                or n == o.group for n in m.nouns):
@@ -162,8 +162,8 @@ def bind(said: Frame, template: str, frame: Frame, c: Candidate,
     dests = () if unsaid else _fill("a destination", said.destination, frame.destination, c,
                                     into, params, open_, given)
     if unsaid and frame.destination is not None and frame.destination.slot is not None:
-        name = frame.destination.slot  # "clear the table": where the task puts things
-        params[name] = given.get(name, c.params[name].default)
+        where = frame.destination.slot  # "clear the table": where the task puts things
+        params[where] = given.get(where, c.params[where].default)
     if len(themes) == 1 and themes == dests:
         raise _Reject(f"{themes[0]} cannot go on or in itself")
     for slot, other in ((frame.theme, dests), (frame.destination, themes)):

@@ -1,7 +1,7 @@
 """The meaning planner against the templates planner on the same instructions: how many of the
-held-out phrasings (tests/harness_bt/planner/meaning_table.py: HELD_OUT, AFTER and CLEARING) and of the
-templates table (library_table.py) each chooses right (task and binding), and the time one
-plan takes (median over repeated rounds, both planners interleaved in the same process; the
+held-out phrasings (tests/harness_bt/planner/meaning_table.py: HELD_OUT, AFTER and CLEARING)
+and of the templates table (library_table.py) each chooses right (task and binding), and the
+time one plan takes (median over repeated rounds, both planners interleaved in the same process; the
 library is loaded once, as a command loads it once per run).
 
 Run: ``python tests/benchmarks/bench_planner.py [--rounds N]``."""
