@@ -9,7 +9,7 @@ from skills.library import sort_task
 CUBES = ("red_cube_1", "red_cube_2", "red_cube_3")
 #: from the container's centre, metres: away from the wall the front camera looks over, and
 #: 9 cm or more apart (two cubes that touch are one blob of red)
-SLOTS = ([-0.03, -0.06], [-0.03, 0.06], [0.065, 0.0])
+SLOTS = ([-0.05, -0.05], [-0.05, 0.05], [0.03, 0.0])
 
 
 def task(container: str = "tray") -> Task:
