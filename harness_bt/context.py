@@ -215,6 +215,8 @@ class RunContext:
         self.control_done_step: dict[str, int] = {}  # command id -> runtime timestep
         self.command_phase: dict[str, str] = {}
         self.command_node: dict[str, str] = {}  # command id -> the path of the node that sent it
+        #: why a node wants the run journaled after this tick (a for_each froze its items)
+        self.checkpoint_wanted: str | None = None
 
     def emit(self, kind: TraceKind, /, **fields: Any) -> None:
         self.trace.emit(kind, **fields)

@@ -159,13 +159,18 @@ class _Loop:
     slots: Sequence[Sequence[float]]
     order: str | None
     attempts: int
+    group: str | None = None  # over the scene's group (its members: ``objects``)
+    look_in: bool = False  # the survey may see the container alone
 
     def tree(self) -> Behaviour:
         pairs = list(zip(self.objects, self.slots, strict=True))
-        survey = sequence("survey", act_and_evaluate("clear_view", "home"),
-                          look("look", *self.objects, self.container))
+        seen = look("look", *self.objects, self.container)
+        if self.look_in:  # else the container alone: one put in it may be hidden there
+            seen = py_trees.composites.Selector("look_all", memory=True, children=[
+                seen, look("look_in", self.container)])
+        survey = sequence("survey", act_and_evaluate("clear_view", "home"), seen)
         return ForEach(
-            self.name, "obj", list(self.objects),
+            self.name, "obj", {"group": self.group} if self.group else list(self.objects),
             [_put_away_or_let_go(o, self.container, s) for o, s in pairs], before=survey,
             choice=Choice(f"it.in != '{self.container}'", self.order, self.attempts),
             body=BodyUse("put_away", {"dest": self.container},
@@ -185,7 +190,8 @@ def sort_task(objects: Sequence[str], container: str,
     from the container's centre, so that they do not land on one another): one ``for_each``
     that surveys before each object and takes the first left outside, in ``objects``' order;
     one knocked out on the way is left again, and put in again."""
-    loop = _Loop("reds", objects, container, slots, order=None, attempts=4)
+    loop = _Loop("reds", objects, container, slots, order=None, attempts=4, group="reds",
+                 look_in=True)
     return Task(
         "sort", loop.phases("sort", "move the arm out of the view and see every object to "
                             "sort and the container; put the first one not in it yet in its "
@@ -203,7 +209,8 @@ def clear_task(objects: Sequence[str], container: str, slots: Sequence[Sequence[
                *, order: str | None) -> Task:
     """``clear_table``: every object of ``objects`` into ``container``, each in its slot, one
     ``for_each`` choosing the next left outside (by ``order``) after a survey each time."""
-    loop = _Loop("cubes", objects, container, slots, order=order, attempts=3)
+    loop = _Loop("cubes", objects, container, slots, order=order, attempts=3,
+                 group="to_clear")
     return Task(
         "clear_table", loop.phases("clear", "look; put the cube nearest the container in its "
                                    "slot; again until none is left"),

@@ -45,7 +45,7 @@ def to_neutral(checked: Checked) -> tuple[dict[str, Any], dict[str, GuardFn]]:
         raise DefinitionError("INVALID_TASK_FILE", f"{checked.doc.file}: no task to build")
     doc = checked.doc
     expander = Expander(checked.library, checked.registries.models,
-                        params=dict(checked.params))
+                        params=dict(checked.params), scene=checked.scene)
     guards: dict[str, GuardFn] = dict(checked.registries.guards)
     for name, g in checked.library.guards.items():
         guards[name] = compile_guard(g.text, name)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness_bt.authoring.domains import SceneFacts
 from harness_bt.authoring.library import Library, SubtreeDef
 from harness_bt.authoring.nodes import SKILL_TAG, SUBTREE_TAG, NodeModels, node_tag
 from harness_bt.authoring.placeholders import (
@@ -78,6 +79,8 @@ class Expander:
     _reported_sites: set[tuple[str, str]] = field(default_factory=set)
     #: called with each subtree copy whose values were substituted (to check it)
     on_copy: Callable[[SubtreeDef, Any, list[tuple[str, DocPath]]], None] | None = None
+    #: the facts of the task's scene (read the first time a for_each needs them), or None
+    scene: Callable[[], SceneFacts | None] | None = None
 
     def expand(self, tree: Any, doc: Document, path: DocPath, *,
                mapping: KeyMap = _identity, via: tuple[str, ...] = (),
@@ -116,17 +119,57 @@ class Expander:
             self._implicit_writes(manifest, node, out, doc, path, mapping, label, via)
         if node["type"] == "for_each":
             out["each"] = self._each(node, doc, path, mapping, via, stack, scope)
+            if isinstance(node.get("over"), str) and self.scene is not None:
+                facts = self.scene()
+                if facts is not None:
+                    out["declared"] = {i: dict(facts.objects[i]) for i in
+                                       (k["name"] for k in out["each"] if k is not None)
+                                       if i in facts.objects}
         return out
+
+    def _domain(self, node: dict[str, Any], doc: Document, path: DocPath
+                ) -> tuple[list[str], bool] | None:
+        """A ``for_each``'s candidates, and whether a candidate lacking a ``per_item`` value
+        is left out (an expression's) rather than an error; None when ``over`` is reported."""
+        over, at, name = node.get("over"), (*path, "over"), node.get("name")
+        if isinstance(over, list):
+            if not over:
+                self._problem("EMPTY_DOMAIN", f"for_each {name!r} loops over no item", doc,
+                              at, "name the items (over: [a, b]), a scene group or an "
+                              "expression")
+            return (over, False) if all(isinstance(i, str) for i in over) else None
+        group = over.get("group") if isinstance(over, dict) else None
+        if not isinstance(group, str) and not isinstance(over, str):
+            return None  # reported by the node checks
+        facts = self.scene() if self.scene is not None else None
+        what = f"group {group!r}" if isinstance(group, str) else "an expression"
+        if facts is None or facts.error:
+            self._problem("NO_SCENE", f"for_each {name!r} loops over {what}, which the task's "
+                          "scene gives: " + (f"scene {facts.name!r} does not load: "
+                                             f"{facts.error}" if facts else "it names none"),
+                          doc, at, "name the task's scene (scene: NAME), or list the items")
+            return None
+        if isinstance(over, str):
+            return list(facts.objects), True
+        if not isinstance(group, str) or group not in facts.groups:
+            known = sorted(facts.groups)
+            self._problem("UNKNOWN_GROUP", f"for_each {name!r}: scene {facts.name!r} has no "
+                          f"group {group!r}; its groups: {', '.join(known) or '(none)'}"
+                          f"{did_you_mean(str(group), known)}", doc, (*at, "group"),
+                          "name one of its groups, or give objects 'group: "
+                          f"{group}' in the scene")
+            return None
+        return list(facts.groups[group]), False
 
     def _each(self, node: dict[str, Any], doc: Document, path: DocPath, mapping: KeyMap,
               via: tuple[str, ...], stack: tuple[str, ...], scope: Scope
               ) -> list[dict[str, Any] | None]:
         """A ``for_each``'s body, one use of its subtree per item (named after the item, given
         it as the input ``item`` names): what the loop runs for that item."""
-        over, body, item = node.get("over"), node.get("body"), node.get("item")
+        body, item = node.get("body"), node.get("item")
         values: dict[str, Any] = node["values"] if isinstance(node.get("values"), dict) else {}
-        if not isinstance(body, str) or not isinstance(item, str) \
-                or not isinstance(over, list) or not all(isinstance(i, str) for i in over):
+        domain = self._domain(node, doc, path)
+        if not isinstance(body, str) or not isinstance(item, str) or domain is None:
             return []  # reported by the node checks
         per_item: dict[str, Any] = node["per_item"] if isinstance(node.get("per_item"), dict) \
             else {}
@@ -137,6 +180,23 @@ class Expander:
                           doc, (*path, "body"),
                           "define it under 'subtrees:' or include the file that does")
             return []
+        over, optional = domain
+        if optional:  # an expression's candidates: the objects every per_item input covers
+            for key, by_item in per_item.items():
+                for each in by_item if isinstance(by_item, dict) else ():
+                    if each not in over:
+                        self._problem("UNKNOWN_OBJECT", f"per_item {key!r} of for_each "
+                                      f"{node.get('name')!r} names {each!r}, no object of the "
+                                      f"scene; its objects: {', '.join(over)}"
+                                      f"{did_you_mean(str(each), over)}", doc,
+                                      (*path, "per_item", key, each), "name one of them",
+                                      key=True)
+            over = [i for i in over if all(isinstance(v, dict) and i in v
+                                           for v in per_item.values())]
+            if not over:
+                self._problem("EMPTY_DOMAIN", f"for_each {node.get('name')!r}: per_item gives "
+                              "values for no object of the scene", doc, (*path, "per_item"),
+                              "key per_item's values by the scene's objects")
         out = []
         for each in over:
             given = {**values, item: each}

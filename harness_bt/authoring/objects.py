@@ -102,7 +102,7 @@ def _names(kind: str, node: dict[str, Any], skills: Any) -> Iterator[tuple[Any, 
         if isinstance(node.get("over"), list):
             for i, name in enumerate(node["over"]):
                 yield name, ("over", i), "over"
-        for port, bound in (("where", ("it",)), ("order", ("items",))):
+        for port, bound in (("over", ()), ("where", ("it",)), ("order", ("items",))):
             if isinstance(node.get(port), str):
                 for name in _world_reads(node[port], bound):
                     if name != "objects":  # world.objects: every object, no name
@@ -142,7 +142,7 @@ def object_uses(checked: Checked) -> list[ObjectUse]:
     """Every object name the checked task uses (its trees expanded with its parameters'
     values), in file order, and those in its transition guards and named guards."""
     collector = _Collector(checked.library, checked.registries.models,
-                           params=dict(checked.params))
+                           params=dict(checked.params), scene=checked.scene)
     collector.skills = checked.registries.skills
     collector.found = []
     doc = checked.doc
@@ -208,7 +208,8 @@ def param_type_problems(checked: Checked) -> list[Problem]:
     if spec is None:
         return []
     collector = _Collector(checked.library, checked.registries.models,
-                           params={n: "{" + n + "}" for n in spec.params})
+                           params={n: "{" + n + "}" for n in spec.params},
+                           scene=checked.scene)
     collector.skills = checked.registries.skills
     collector.found = []
     collector.placeholders = True

@@ -215,7 +215,9 @@ class IterationEvent(NodeEvent):
     """``iteration``: a ``for_each`` loop (``node_path``) began (``stage`` ``start``) or ended
     (``end``, with the body's ``status``) a run of its body for ``item`` (the ``index``-th run
     of the loop, this item's ``run``-th), or found nothing left to do (``done``); ``left``:
-    the items still to do when it chose."""
+    the items still to do when it chose. Stage ``domain``: the loop started over a scene group
+    or an expression (``over``, as written) and ``left`` holds the items it found (an
+    expression's frozen for the rest of the loop)."""
 
     stage: str = field_of(text)
     item: str = field_of(text, default="")
@@ -223,6 +225,7 @@ class IterationEvent(NodeEvent):
     run: int = field_of(integer, default=0)
     status: str = field_of(text, default="")
     left: tuple[str, ...] = field_of(texts, default=())
+    over: str = field_of(text, default="")
 
 
 @_record

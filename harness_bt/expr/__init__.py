@@ -25,12 +25,14 @@ chain)::
 
 Roots: ``bb`` (or ``blackboard``): the run's blackboard; ``world``: the world model, one entry
 per object id (``world.cup.confidence``, ``.pose``, ``.position``, ``.extent``, ``.version``,
-``.age_s``, ``.label``, ``.on``, ``.in``, ``.held_by``, ``.id``; ``world.objects``: every
-object, by id); ``outcome`` (transition guards only): ``.kind``, ``.reason``, ``.node_path``,
-``.retryable``, ``.details``. Functions: ``exists``, ``len``, ``abs``, ``min``, ``max``,
-``all`` / ``any`` (every / some argument true, lists taken item by item), ``count`` (how many
-are), ``nearest(objects, to)``, and the selectors ``filter`` / ``argmin`` / ``argmax``
-(``argmin(world.objects, it.position[2])``: the second argument once per item, as ``it``).
+``.age_s``, ``.label``, ``.on``, ``.in``, ``.held_by``, ``.id``; in a ``for_each``'s ``over``,
+``where`` and ``order`` also ``.shape``, ``.colour``, ``.group``, as the task's scene declares
+them; ``world.objects``: every object, by id); ``outcome`` (transition guards only):
+``.kind``, ``.reason``, ``.node_path``, ``.retryable``, ``.details``. Functions: ``exists``,
+``len``, ``abs``, ``min``, ``max``, ``all`` / ``any`` (every / some argument true, lists taken
+item by item), ``count`` (how many are), ``nearest(objects, to)``, and the selectors
+``filter`` / ``argmin`` / ``argmax`` (``argmin(world.objects, it.position[2])``: the second
+argument once per item, as ``it``).
 ``let d = world.tray.position in ...`` names a sub-expression. The reference is
 docs/expressions.md.
 

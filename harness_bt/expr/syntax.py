@@ -21,9 +21,11 @@ FUNCTIONS = ("abs", "all", "any", "argmax", "argmin", "count", "exists", "filter
              "min", "nearest")
 _ARITY = {"exists": (1, 1), "len": (1, 1), "abs": (1, 1), "min": (2, 99), "max": (2, 99),
           "all": (1, 99), "any": (1, 99), "count": (1, 99), "nearest": (2, 2)}
-#: what ``world.<id>`` (and an item of ``world.objects``) shows of an object
-OBJECT_FIELDS = ("age_s", "confidence", "extent", "held_by", "id", "in", "label", "on", "pose",
-                 "position", "version")
+#: what ``world.<id>`` (and an item of ``world.objects``) shows of an object; ``shape``,
+#: ``colour`` and ``group`` are what the task's scene declares, shown in a ``for_each``'s
+#: ``over`` / ``where`` / ``order`` only (missing elsewhere)
+OBJECT_FIELDS = ("age_s", "colour", "confidence", "extent", "group", "held_by", "id", "in",
+                 "label", "on", "pose", "position", "shape", "version")
 _KEYWORDS = {"and", "or", "not", "in", "true", "false", "null", "let"}
 
 

@@ -8,6 +8,14 @@ and "nearest first" is judged from where things are now. So the loop keeps its c
 fixed (each has its own prebuilt body, named after it, so command ids stay apart per item) and
 chooses among them, before every run, with two expressions of :mod:`harness_bt.expr`:
 ``where`` (is this item still left?) and ``order`` (which left item next?).
+
+The candidates are ``over``: a list of object ids, a scene group (``{group: NAME}``, its members
+known when the document is read against the task's scene) or an expression over the world
+(``filter(world.objects, ...)``), evaluated once when the loop starts: its items are then
+frozen, traced (``iteration`` stage ``domain``) and kept on the blackboard
+(``<name>.items``, journaled at once), so that a resumed run takes the same items. Either way
+each candidate's body was made when the document was read (one per object the domain may
+yield), so a command id always carries its item.
 """
 
 from __future__ import annotations
@@ -51,6 +59,9 @@ class Choice:
     where: str | None = None
     order: str | None = None
     attempts: int = 2
+    #: what the task's scene declares of each candidate (``shape``, ``colour``, ``group``),
+    #: shown on its world view to ``over``, ``where`` and ``order``
+    declared: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -88,8 +99,9 @@ class ForEach(HarnessNode, py_trees.composites.Composite):
         "Run a subtree once per item, choosing the next item from the world each time.",
         (Port("item", "str", True, description="the body's input the item is given as "
                                                "('{item}' in it)"),
-         Port("over", "list", True, description="the candidate object ids (a list, or a "
-                                                "list parameter '{name}')"),
+         Port("over", "any", True, description="the candidate object ids: a list, a list "
+              "parameter '{name}', a scene group {group: NAME}, or an expression over the "
+              "world evaluated when the loop starts (filter(world.objects, ...))"),
          Port("body", "str", True, description="the subtree run for each item"),
          Port("values", "dict", description="the body's other inputs"),
          Port("per_item", "dict", description="inputs that differ per item: "
@@ -101,25 +113,26 @@ class ForEach(HarnessNode, py_trees.composites.Composite):
          Port("attempts", "int", default=2, description="runs of the body per item at most"),
          Port("before", "tree", description="run to the end before each choice (look)"),
          Port("each", "trees", description="one body per candidate, named after it: made "
-                                           "from 'body' when the document is read")),
+                                           "from 'body' when the document is read"),
+         Port("declared", "dict", description="what the scene declares of each candidate "
+                                              "(shape, colour, group): filled when read")),
         {"SUCCESS": "no item left", "FAILURE": "before failed, a body ended unknown or "
          "exhausted, a retry was refused, or items are left with no runs to spare",
          "RUNNING": "looking, or running an item's body"},
     )
 
-    def __init__(self, name: str, item: str, over: Sequence[str],
+    def __init__(self, name: str, item: str, over: Sequence[str] | Mapping[str, str] | str,
                  each: Sequence[Behaviour] = (), *, before: Behaviour | None = None,
                  choice: Choice = Choice(), body: BodyUse = BodyUse()) -> None:
-        if not isinstance(over, list | tuple) or not all(isinstance(i, str) for i in over):
-            raise DefinitionError("INVALID_NODE", f"for_each {name!r}: over={over!r} must be "
-                                  "a list of object ids", node_path=name,
-                                  fix="write over: [cube_1, cube_2] or over: '{cubes}'")
+        self.group, self.domain = _domain_form(name, over)
         attempts = choice.attempts
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
             raise DefinitionError("INVALID_NODE", f"for_each {name!r}: attempts={attempts!r} "
                                   "must be a whole number >= 1", node_path=name)
         super().__init__(name, children=[*([before] if before is not None else []), *each])
-        self.item, self.over, self.body = item, tuple(over), body
+        fixed = self.group is None and self.domain is None
+        self.item, self.body = item, body
+        self.over = tuple(over) if fixed else tuple(child.name for child in each)
         self.before = before
         self.bodies = {child.name: child for child in each}
         self.choice, self.attempts = choice, attempts
@@ -127,16 +140,33 @@ class ForEach(HarnessNode, py_trees.composites.Composite):
         self.order = _expression("order", name, choice.order, ("items",))
         self._reset()
 
+    @property
+    def fixed(self) -> bool:
+        """Whether ``over`` lists its items (not a group nor an expression)."""
+        return self.group is None and self.domain is None
+
     def problems(self, context: Any) -> list[str]:
         names = [c.name for c in self.children if c is not self.before]
+        if not self.fixed:
+            return [] if names else [
+                f"for_each {self.name!r}: over={self.written()!r} has no bodies: its items "
+                "come from the task's scene when a document naming it is read"]
         if sorted(names) == sorted(self.over):
             return []
         return [f"for_each {self.name!r} needs one body per item of over={list(self.over)}, "
                 f"named after it; its bodies: {names} (a document expands 'body' per item)"]
 
+    def written(self) -> Any:
+        """``over`` as written: the list, ``{group: NAME}`` or the expression's text."""
+        if self.group is not None:
+            return {"group": self.group}
+        return self.domain.text if self.domain is not None else list(self.over)
+
     def params(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"item": self.item, "over": list(self.over),
+        out: dict[str, Any] = {"item": self.item, "over": self.written(),
                                "attempts": self.attempts}
+        if not self.fixed:
+            out["candidates"] = list(self.over)
         if self.body.subtree:
             out["body"] = self.body.subtree
         for key, value in (("where", self.choice.where), ("order", self.choice.order)):
@@ -147,6 +177,7 @@ class ForEach(HarnessNode, py_trees.composites.Composite):
     # ------------------------------------------------------------------ state of one activation
 
     def _reset(self) -> None:
+        self.items: tuple[str, ...] | None = self.over if self.fixed else None
         self.runs: dict[str, int] = dict.fromkeys(self.over, 0)
         self.succeeded: set[str] = set()
         self.current: str | None = None
@@ -199,15 +230,76 @@ class ForEach(HarnessNode, py_trees.composites.Composite):
         self.stop(status)
         yield self
 
+    def _declared(self, view: Any) -> Any:
+        known = self.choice.declared.get(str(view.get("id"))) if isinstance(view, dict) \
+            else None
+        return {**known, **view} if known else view
+
+    def _env(self) -> dict[str, Any]:
+        """The expressions' roots; a world view shows what the scene declares of it."""
+        ctx = self.context
+        env: dict[str, Any] = dict(run_env(blackboard=ctx.blackboard, world=ctx.world,
+                                           now=ctx.now))
+        world = env.get("world")
+        if world is not None and self.choice.declared:
+            def declared(key: str | int) -> Any:
+                value = world(key)
+                if key == "objects" and isinstance(value, list):
+                    return [self._declared(v) for v in value]
+                return self._declared(value)
+            env["world"] = declared
+        return env
+
     def _view(self, env: dict[str, Any], item: str) -> Any:
         view = env["world"](item) if "world" in env else MISSING
-        return view if view is not MISSING else {"id": item}
+        return view if view is not MISSING else {"id": item, **self.choice.declared.get(item, {})}
+
+    def _frozen(self, env: dict[str, Any]) -> tuple[str, ...] | str:
+        """The items of an expression ``over`` (or why there are none): evaluated the first
+        time this activation starts the loop this often, then read back from the blackboard
+        (a resumed run takes the items its first start found)."""
+        assert self.domain is not None
+        scope, ctx = self.scope, self.context
+        start = scope.next_attempt(f"{self.path}@over")
+        key = f"{self.name}.items"
+        kept = ctx.blackboard.get(key, None) if key in ctx.blackboard else None
+        if isinstance(kept, dict) and kept.get("activation") == scope.activation \
+                and kept.get("start") == start and isinstance(kept.get("items"), list):
+            return tuple(str(i) for i in kept["items"])
+        value = self.domain.evaluate(env)
+        if not isinstance(value, list | tuple):
+            return f"over evaluated to {value!r}, not a list of objects"
+        found = tuple(dict.fromkeys(v.get("id") if isinstance(v, dict) else v for v in value))
+        items = tuple(i for i in found if isinstance(i, str))
+        if len(items) != len(found):
+            return f"over evaluated to {list(value)!r}: not every item is an object (or an id)"
+        ctx.blackboard.set(key, {"activation": scope.activation, "start": start,
+                                 "items": list(items)}, writer=self.path)
+        ctx.checkpoint_wanted = f"for_each {self.name!r} over {list(items)}"
+        return items
+
+    def _domain_items(self, env: dict[str, Any]) -> Status | None:
+        """Fix this start's items (a group's members; an expression's value, frozen)."""
+        found = self.over if self.domain is None else self._frozen(env)
+        if isinstance(found, str):
+            self.fail(OutcomeKind.FAILED, "INVALID_DOMAIN", retryable=False, why=found)
+            return Status.FAILURE
+        self.items = found
+        self.context.emit(TraceKind.ITERATION, phase=self.scope.phase, node_path=self.path,
+                          stage="domain", left=list(found), over=str(self.written()))
+        missing = [i for i in found if i not in self.bodies]
+        if missing:
+            self.fail(OutcomeKind.FAILED, "NO_BODY", retryable=False, items=missing,
+                      candidates=list(self.over))
+            return Status.FAILURE
+        return None
 
     def _left(self, env: dict[str, Any]) -> list[str]:
+        items = self.items or ()
         if self.where is None:
-            return [i for i in self.over if i not in self.succeeded]
+            return [i for i in items if i not in self.succeeded]
         out = []
-        for item in self.over:
+        for item in items:
             if self.where.test({**env, "it": Bound(self._view(env, item))}):
                 out.append(item)
         return out
@@ -215,8 +307,11 @@ class ForEach(HarnessNode, py_trees.composites.Composite):
     def _choose(self) -> Status | None:
         """Pick the next item (``self.current``), or the status the loop ends with."""
         ctx = self.context
-        env: dict[str, Any] = dict(run_env(blackboard=ctx.blackboard, world=ctx.world,
-                                           now=ctx.now))
+        env = self._env()
+        if self.items is None:
+            ended = self._domain_items(env)
+            if ended is not None:
+                return ended
         left = self._left(env)
         able = [i for i in left if self.runs[i] < self.attempts]
         if not able:
@@ -272,6 +367,27 @@ class ForEach(HarnessNode, py_trees.composites.Composite):
 _PORTS = frozenset(p.name for p in ForEach.MANIFEST.ports)
 
 
+def _domain_form(name: str, over: Any) -> tuple[str | None, Expression | None]:
+    """``over``'s group name or expression (both None for a list of ids)."""
+    if isinstance(over, list | tuple) and all(isinstance(i, str) for i in over):
+        return None, None
+    if isinstance(over, Mapping) and set(over) == {"group"} and isinstance(over["group"], str):
+        return over["group"], None
+    if isinstance(over, str) and over.isidentifier() and over not in ("bb", "world"):
+        raise DefinitionError("INVALID_NODE", f"for_each {name!r}: over={over!r} is a name, "
+                              "not a list, a group or an expression", node_path=name,
+                              fix=f"write over: [{over}] (one item) or over: {{group: {over}}} "
+                                  "(a scene group)")
+    if isinstance(over, str):
+        expression = _expression("over", name, over, ())
+        assert expression is not None
+        return None, expression
+    raise DefinitionError("INVALID_NODE", f"for_each {name!r}: over={over!r} must be a list "
+                          "of object ids, {group: NAME} or an expression", node_path=name,
+                          fix="write over: [cube_1, cube_2], over: '{cubes}', "
+                              "over: {group: cubes} or over: \"filter(world.objects, ...)\"")
+
+
 def for_each(name: str, **ports: Any) -> ForEach:
     """The ``for_each`` node type's factory: a document's ports, grouped (:class:`Choice`,
     :class:`BodyUse`)."""
@@ -283,7 +399,8 @@ def for_each(name: str, **ports: Any) -> ForEach:
         if required not in ports:
             raise DefinitionError("INVALID_NODE", f"for_each {name!r} needs {required!r}",
                                   node_path=name, fix=f"add {required}: ...")
-    choice = Choice(ports.get("where"), ports.get("order"), ports.get("attempts", 2))
+    choice = Choice(ports.get("where"), ports.get("order"), ports.get("attempts", 2),
+                    dict(ports.get("declared") or {}))
     body = BodyUse(ports.get("body") or "", dict(ports.get("values") or {}),
                    dict(ports.get("per_item") or {}))
     return ForEach(name, ports["item"], ports["over"], ports.get("each") or (),

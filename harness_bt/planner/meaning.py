@@ -12,7 +12,9 @@ Each pair of frames is bound against the task's parameter types and its scene's 
   in the tray; "put the blue cube in the green cube" stacks it);
 - a fixed group in a template ("every red cube") is met by a plural or a quantifier that names
   the same objects ("the red cubes", "all the reds");
-- an offset slot (a vector) takes the offset the numbers, units and directions give.
+- an offset slot (a vector) takes the offset the numbers, units and directions give;
+- clearing a surface ("clear the table") is about every object of the scene that is not a
+  container, and may leave the destination unsaid when its slot has a default.
 
 Bindings are ranked by how many modifiers (keep holding, by the policy, once) the two frames
 disagree on. One best binding: the plan. Several (two tasks, or an object the words leave
@@ -87,7 +89,7 @@ def _resolve(m: Mention, objects: Sequence[SceneObject]) -> list[SceneObject]:
     """The objects a mention names."""
     out = []
     for o in objects:
-        if m.colour is not None and o.colour != m.colour:
+        if (m.colour is not None and o.colour != m.colour) or (m.surface and o.container):
             continue
         if all(n in GENERIC or (n == "container" and o.container) or n in o.words
                or n == o.group for n in m.nouns):
@@ -154,8 +156,14 @@ def bind(said: Frame, template: str, frame: Frame, c: Candidate,
     themes = _fill("an object to move", said.theme, frame.theme, c, False, params, open_, given)
     into = None if frame.destination is None else \
         {"in": True, "on": False}.get(frame.destination.prep or "")
-    dests = _fill("a destination", said.destination, frame.destination, c, into, params, open_,
-                  given)
+    unsaid = frame.destination is not None and said.destination is None and said.clears and \
+        frame.destination.slot is not None and \
+        getattr(c.params.get(frame.destination.slot), "default", None) is not None
+    dests = () if unsaid else _fill("a destination", said.destination, frame.destination, c,
+                                    into, params, open_, given)
+    if unsaid and frame.destination is not None and frame.destination.slot is not None:
+        where = frame.destination.slot  # "clear the table": where the task puts things
+        params[where] = given.get(where, c.params[where].default)
     if len(themes) == 1 and themes == dests:
         raise _Reject(f"{themes[0]} cannot go on or in itself")
     for slot, other in ((frame.theme, dests), (frame.destination, themes)):

@@ -11,6 +11,10 @@ object said before). A task's templates are parsed the same way, with each ``{pa
 slot, so a task's meaning comes from how it is asked for, not from its name.
 
 Directions of an offset are the robot's: x away from its base (forward), y to its left.
+
+Clearing a surface ("clear the table", "tidy up the desk into the tray") names no object: its
+theme is everything on the surface (every object of the scene that is not a container), and
+the destination may go unsaid (the task's own, its parameter's default).
 """
 
 from __future__ import annotations
@@ -30,8 +34,16 @@ TRANSPORT = frozenset({
     "put", "place", "set", "drop", "move", "stack", "pile", "sort", "tidy", "clear",
     "gather", "collect", "store", "pop", "stick", "lay", "deposit", "bring", "carry",
     "transfer", "shift", "slide", "nudge", "push", "offset", "displace", "relocate",
-    "stow", "load", "insert", "goes", "position", "rest", "stand", "shove",
+    "stow", "load", "insert", "goes", "position", "rest", "stand", "shove", "empty", "clean",
+    "declutter",
 })
+#: verbs that clear a surface ("clear the table"), and the surfaces they clear
+_CLEARING = frozenset({"clear", "tidy", "empty", "clean", "declutter"})
+_SURFACES = frozenset({"table", "desk", "surface", "workspace", "tabletop", "worktop"})
+#: words that say in which order, not which object ("nearest cube first")
+_ORDERING = frozenset({"nearest", "closest", "furthest", "farthest"})
+#: words that mean every object there is (that is not a container)
+_EVERYTHING = frozenset({"everything", "anything"})
 #: verbs that take an object up
 PICK = frozenset({
     "pick", "lift", "grab", "grasp", "take", "raise", "fetch", "get", "snatch", "seize",
@@ -102,6 +114,8 @@ class Mention:
     slot: str | None = None
     prep: str | None = None
     at: int = 0
+    #: everything on a surface ("clear the table"): every object that is not a container
+    surface: bool = False
 
     def describe(self) -> str:
         return self.text
@@ -121,12 +135,14 @@ class Frame:
     modifiers: frozenset[str] = frozenset()
     problems: tuple[str, ...] = ()
     extra: tuple[Mention, ...] = field(default=())
+    #: it clears a surface: it takes things somewhere even when it does not say where
+    clears: bool = False
 
     @property
     def moves(self) -> bool:
         """Whether it takes the object somewhere (a destination or an offset)."""
         return self.destination is not None or self.offset is not None or \
-            self.offset_slot is not None
+            self.offset_slot is not None or self.clears
 
     def to_dict(self) -> dict[str, object]:
         def m(x: Mention | None) -> object:
@@ -135,7 +151,7 @@ class Frame:
         return {"verb": self.verb, "theme": m(self.theme), "destination": m(self.destination),
                 "offset": None if self.offset is None else list(self.offset),
                 "offset_slot": self.offset_slot, "modifiers": sorted(self.modifiers),
-                "problems": list(self.problems)}
+                "problems": list(self.problems), "clears": self.clears}
 
 
 def _tokens(text: str) -> list[str]:
@@ -226,13 +242,17 @@ def parse(text: str, vocabulary: Vocabulary) -> Frame:
         elif t in _PRONOUNS:
             mentions.append(Mention(t, pronoun=t, plural=_PRONOUNS[t], prep=prep, at=i))
             prep, plural = None, False
+        elif t in _EVERYTHING:
+            mentions.append(Mention(raw[i], plural=True, prep=prep, at=i, surface=True))
+            prep, plural = None, False
         elif _object_word(t, tokens, i, vocabulary):
             j = i
             words: list[str] = []
             while j < len(tokens) and _object_word(tokens[j], tokens, j, vocabulary):
                 words.append(tokens[j])
                 j += 1
-            mentions.append(_mention(words, raw[i:j], plural, prep, i, vocabulary))
+            if i == 0 or tokens[i - 1] not in _ORDERING:  # "nearest cube first": an order
+                mentions.append(_mention(words, raw[i:j], plural, prep, i, vocabulary))
             prep, plural = None, False
             i = j
             continue
@@ -246,6 +266,10 @@ def parse(text: str, vocabulary: Vocabulary) -> Frame:
     theme = next((m for m in mentions if m.prep is None and m is not slot), None)
     dest = next((m for m in mentions if m.prep is not None and m is not theme), None)
     roles = [m for m in (theme, dest, slot) if m is not None]
+    surface = next((i for i, t in enumerate(tokens) if singular(t) in _SURFACES), None)
+    clears = surface is not None and bool(verbs & _CLEARING) and "{" not in text
+    if clears and theme is None and surface is not None:  # "clear the table (into the tray)"
+        theme = Mention(raw[surface], plural=True, at=surface, surface=True)
     if theme is None and dest is not None and len([m for m in mentions if m is not slot]) == 1:
         theme, dest = replace(dest, prep=None), None  # "run the policy on the red cube"
     extra = tuple(m for m in mentions if not any(m is r for r in roles))
@@ -262,7 +286,7 @@ def parse(text: str, vocabulary: Vocabulary) -> Frame:
             any(t in _DIRECTIONS for t in tokens):
         problems.append("a direction but no distance: say how far (e.g. 10 cm to the left)")
     return Frame(verb, theme, dest, offset, slot.slot if slot else None, modifiers,
-                 tuple(problems), extra)
+                 tuple(problems), extra, clears)
 
 
 def _after_by(tokens: list[str], m: Mention) -> bool:

@@ -1,7 +1,8 @@
 """Checkpoints of a running task: what one takes from a run, how a resumed run gets it back,
 and when they are taken (the storage is the run record, :mod:`harness_bt.run.run_record`).
 
-Taken after the start and after every tick in which the chart changed configuration: the
+Taken after the start, after every tick in which the chart changed configuration and after one
+in which a node asked for it (``RunContext.checkpoint_wanted``: a ``for_each`` froze its items): the
 configuration and history states, every atomic phase's activation number, the blackboard's
 plain values, the task budget's retries used, the counters, the plan version, the run's
 :class:`RunProgress` (phases visited and their durations, commands handed over to a later
@@ -191,8 +192,9 @@ class Checkpointer:
         the newest checkpoint takes on resume)."""
         if self.record is None:
             return
-        if transitions != self._checkpointed:
-            self.checkpoint(run, now, "transition", transitions)
+        wanted, run.context.checkpoint_wanted = run.context.checkpoint_wanted, None
+        if transitions != self._checkpointed or wanted is not None:
+            self.checkpoint(run, now, "transition" if wanted is None else wanted, transitions)
             return
         known = frozenset(o.object_id for o in run.world.objects())
         if now - self._progress_at >= self.progress_interval_s or known != self._known:

@@ -119,6 +119,8 @@ def summarize(event: Event | Mapping[str, Any]) -> str:
         case IterationEvent(stage="done"):
             return f"{e.node_path}: " + (f"items left {', '.join(e.left)}" if e.left
                                          else "no item left")
+        case IterationEvent(stage="domain"):
+            return f"{e.node_path} over {e.over}: {', '.join(e.left) or 'no item'}"
         case IterationEvent():
             return f"{e.node_path} #{e.index} {e.item} (run {e.run}) {e.stage}" + (
                 f" {e.status}" if e.status else "")
@@ -197,6 +199,8 @@ class FrameFolder:
             case IterationEvent(stage="done"):
                 self._node(e.phase, e.node_path).item = \
                     f"left: {', '.join(e.left)}" if e.left else f"done in {e.index} run(s)"
+            case IterationEvent(stage="domain"):
+                self._node(e.phase, e.node_path).item = f"items: {', '.join(e.left) or '-'}"
             case IterationEvent():
                 self._node(e.phase, e.node_path).item = f"#{e.index} {e.item} run {e.run}" + (
                     f" {e.status}" if e.status else "")

@@ -169,6 +169,14 @@ def _detail(entry: Mapping[str, Any]) -> str:
         return t + ("" if p.get("memory", True) else " (reactive)")
     if t == "parallel":
         return f"parallel ({p.get('policy', 'all')})"
+    if t == "for_each":
+        over = p.get("over")
+        group = over.get("group") if isinstance(over, dict) else None
+        items = f"group {group}" if group is not None else \
+            f"[{_fmt(over)}]" if isinstance(over, list) else str(over)
+        shown = f" = {_fmt(p['candidates'])}" if group is not None and p.get("candidates") \
+            else ""
+        return f"for each {p.get('item')} in {items}{shown}, ≤{p.get('attempts')} runs each"
     return t
 
 

@@ -1,7 +1,7 @@
 """The meaning planner against the templates planner on the same instructions: how many of the
-held-out phrasings (tests/harness_bt/planner/meaning_table.py: HELD_OUT and AFTER) and of the
-templates table (library_table.py) each chooses right (task and binding), and the time one
-plan takes (median over repeated rounds, both planners interleaved in the same process; the
+held-out phrasings (tests/harness_bt/planner/meaning_table.py: HELD_OUT, AFTER and CLEARING)
+and of the templates table (library_table.py) each chooses right (task and binding), and the
+time one plan takes (median over repeated rounds, both planners interleaved in the same process; the
 library is loaded once, as a command loads it once per run).
 
 Run: ``python tests/benchmarks/bench_planner.py [--rounds N]``."""
@@ -23,7 +23,7 @@ from harness_bt.planner.meaning import MeaningPlanner  # noqa: E402
 from harness_bt.planner.model import PlanRequest  # noqa: E402
 from harness_bt.planner.templates import TemplatePlanner  # noqa: E402
 from tests.harness_bt.planner.library_table import TABLE  # noqa: E402
-from tests.harness_bt.planner.meaning_table import AFTER, HELD_OUT  # noqa: E402
+from tests.harness_bt.planner.meaning_table import AFTER, CLEARING, HELD_OUT  # noqa: E402
 
 Row = tuple[str, str, dict[str, Any]]
 
@@ -43,12 +43,13 @@ def main() -> None:
     library = library_candidates(ROOT / "trees")
     planners = {"templates": TemplatePlanner(), "meaning": MeaningPlanner()}
     tables = {f"held-out ({len(HELD_OUT)})": HELD_OUT, f"after ({len(AFTER)})": AFTER,
+              f"clearing ({len(CLEARING)})": CLEARING,
               f"templates table ({len(TABLE)})": TABLE}
     print(f"{'table':24} {'templates':>10} {'meaning':>10}")
     for name, rows in tables.items():
         got = {p: right(planner, library, rows) for p, planner in planners.items()}
         print(f"{name:24} {got['templates']:>6}/{len(rows):<3} {got['meaning']:>6}/{len(rows):<3}")
-    rows = [*HELD_OUT, *AFTER, *TABLE]
+    rows = [*HELD_OUT, *AFTER, *CLEARING, *TABLE]
     times: dict[str, list[float]] = {p: [] for p in planners}
     for _ in range(args.rounds):
         for p, planner in planners.items():

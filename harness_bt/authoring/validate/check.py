@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
+from harness_bt.authoring.domains import SceneFacts, facts_loader
 from harness_bt.authoring.expand import Expander
 from harness_bt.authoring.library import Library
 from harness_bt.authoring.model import TaskSpec
@@ -46,6 +47,9 @@ class Checked:
     registries: Registries = field(repr=False)
     params: dict[str, Any] = field(default_factory=dict)
     task: Any = None
+    #: the facts of the scene the task names (read when first needed: a for_each over a
+    #: group or an expression)
+    scene: Callable[[], SceneFacts | None] | None = field(default=None, repr=False)
 
 
 def _budgets(spec: TaskSpec, doc: Document, registries: Registries) -> list[Problem]:
@@ -111,8 +115,9 @@ def check_document(doc: Document, registries: Registries, *,
             if not is_template(d, tree_path, registries):
                 report.extend(check_nodes(d, tree_path, registries))
     report.extend(_guard_texts(library))
+    scene = facts_loader(doc.data, doc.path, binding.values)
     expander = Expander(library, registries.models, report, params=dict(binding.values),
-                        on_copy=check_copy(report, registries))
+                        on_copy=check_copy(report, registries), scene=scene)
     for tree_path in find_trees(doc.data):
         if tree_path[0] == "phases":
             expander.expand(doc.get(tree_path), doc, tree_path)
@@ -133,7 +138,8 @@ def check_document(doc: Document, registries: Registries, *,
     defaults = set(data.get("blackboard") or {}) | set(expander.defaults)
     report.extend(check_blackboard(uses, defaults))
     report.problems = _order(report.problems, [d.file for d in library.documents])
-    return Checked(doc, report, spec, library, registries, params=dict(binding.values))
+    return Checked(doc, report, spec, library, registries, params=dict(binding.values),
+                   scene=scene)
 
 
 def _as_written(spec: TaskSpec, data: object) -> TaskSpec:

@@ -142,7 +142,7 @@ def test_a_loop_built_without_a_body_per_item_is_refused_before_it_runs(
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"over": "cup"}, "over='cup' must be a list of object ids"),
+    ({"over": "cup"}, "over='cup' is a name, not a list, a group or an expression"),
     ({"attempts": 0}, "attempts=0 must be a whole number >= 1"),
     ({"where": "it.postion == 1"}, "where: an object has no field 'postion' at column 1 of "
                                    "'it.postion == 1'"),
