@@ -8,8 +8,9 @@ STAMP := $(VENV)/.installed
 OPENPI_VENV := .venv-openpi
 OPENPI_STAMP := $(OPENPI_VENV)/.installed
 PYTEST_ARGS ?=
-# the suite runs on every core there is, a test file to a worker (pytest-xdist)
-TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# the suite runs two workers a core (pytest-xdist; many tests wait on real-time servers and
+# processes, so a second worker fills the wait), idle workers stealing tests from busy ones
+TEST_JOBS ?= $(shell echo $$(( 2 * $$(nproc 2>/dev/null || echo 2) )))
 
 .PHONY: setup demo test test-quick lint typecheck bench clean system-deps
 
@@ -59,11 +60,11 @@ demo: setup
 	$(BIN)/harness run trees/pick_and_place.yaml
 
 test: setup
-	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal $(PYTEST_ARGS)
 
 # the inner loop: every test but the end-to-end ones marked slow (CI runs them all: `make test`)
 test-quick: setup
-	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist worksteal -m "not slow" $(PYTEST_ARGS)
 
 lint: setup
 	$(BIN)/ruff check harness_bt skills runtime_bridge policies tests examples
