@@ -177,7 +177,8 @@ class ReplayView {
         copy.title = 'copy ' + c; copy.onclick = e => {e.stopPropagation(); this.copy(c);};
         td.append(code, ' ', copy); td.dataset.id = c;
       } else td.textContent = c;
-      if(i === 0 && cls) td.className = cls; if(i === 2) td.className = 'state ' + c; tr.appendChild(td);});
+      if(i === 0 && cls) td.className = cls; if(i === 1) td.className = 'word';
+      if(i === 2) td.className = 'state ' + c; tr.appendChild(td);});
     return tr;
   }
   copy(text) {
