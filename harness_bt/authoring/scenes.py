@@ -26,7 +26,7 @@ from harness_bt.plugins import Registry, did_you_mean
 from harness_bt.problems import Problem, Report, Severity
 from harness_bt.runtime.episodes import RunOptions
 from harness_bt.scene.condition import Condition, compile_success
-from harness_bt.scene.document import TABLE_XY, Scene, SceneError, find_scene
+from harness_bt.scene.document import TABLE_XY, LayoutGoal, Scene, SceneError, find_scene
 from harness_bt.scene.model import COLOURS, SceneSpec
 from harness_bt.scene.predicates import Predicate, predicate_registry
 from harness_bt.source import DocPath, Document, format_path
@@ -219,6 +219,58 @@ class _Checker:
                          f"expression: {err.message}", ("success", "when"), err.fix or "")
         return condition
 
+    def goals(self, spec: SceneSpec, params: dict[str, tuple[str, Any]]) -> list[LayoutGoal]:
+        """``layout.goals`` with their parameters bound; an unknown object or parameter, or
+        one of the wrong type, is reported."""
+        out = []
+        for i, goal in enumerate(spec.layout.goals):
+            path: DocPath = ("layout", "goals", i)
+            obj: str | None = None
+            if goal.object in params and params[goal.object][0] == "object":
+                obj = params[goal.object][1]
+            elif self._known_or_param(spec, goal.object, params, "object", (*path, "object"),
+                                      f"layout goal {i}"):
+                obj = goal.object
+            offset: list[float] | None = None
+            if isinstance(goal.offset, str):
+                if goal.offset in params and params[goal.offset][0] == "vector":
+                    offset = [float(v) for v in params[goal.offset][1]]
+                    if len(offset) < 2:
+                        self.problem("INVALID_VALUE", f"layout goal {i}: parameter "
+                                     f"{goal.offset!r} has {len(offset)} value(s), not [dx, dy]",
+                                     (*path, "offset"), "declare it with size: 2")
+                        offset = None
+                else:
+                    self._known_or_param(spec, goal.offset, params, "vector",
+                                         (*path, "offset"), f"layout goal {i}")
+            else:
+                offset = list(goal.offset)
+            if obj is not None and offset is not None:
+                out.append(LayoutGoal(obj, (offset[0], offset[1]), goal.clearance))
+        return out
+
+    def _known_or_param(self, spec: SceneSpec, name: str, params: dict[str, tuple[str, Any]],
+                        kind: str, path: DocPath, what: str) -> bool:
+        """Whether ``name`` is an object (for ``kind`` object); else a problem naming the
+        parameters of ``kind`` (and the objects) it could have meant."""
+        if kind == "object" and name in spec.objects:
+            return True
+        names = [n for n, (k, _) in params.items() if k == kind]
+        known = names + (list(spec.objects) if kind == "object" else [])
+        if name in params:
+            message = (f"{what}: parameter {name!r} is a {params[name][0]}, not "
+                       f"{'an' if kind == 'object' else 'a'} {kind}")
+        else:
+            message = (f"{what}: {name!r} is no {kind} parameter"
+                       + (" or object" if kind == "object" else "") + f" of scene "
+                       f"{spec.name!r}; known: {', '.join(known) or 'none'}"
+                       f"{did_you_mean(name, known)}")
+        fix = ("name an object or an object parameter" if kind == "object"
+               else "give [dx, dy] in metres, or name a vector parameter")
+        self.problem("UNKNOWN_OBJECT" if kind == "object" else "INVALID_VALUE", message, path,
+                     fix)
+        return False
+
 
 def _span(value: float | list[float] | None, default: list[float]) -> list[float]:
     if value is None:
@@ -244,9 +296,10 @@ def check_scene(path: str | os.PathLike[str], *, params: Mapping[str, Any] | Non
     checker.layout(spec)
     bound = checker.params(spec, params or {})
     condition = checker.success(spec, bound)
+    goals = checker.goals(spec, bound)
     if not checker.report.ok:
         return None, checker.report
-    return Scene(spec, doc.file, {k: v for k, (_, v) in bound.items()}, condition), \
+    return Scene(spec, doc.file, {k: v for k, (_, v) in bound.items()}, condition, goals), \
         checker.report
 
 

@@ -60,6 +60,11 @@ def _layout(spec: SceneSpec) -> list[str]:
     if layout.distractors is not None:
         d = layout.distractors
         lines.append(f"distractors: {d.count[0]} to {d.count[1]} of {', '.join(d.objects)}")
+    for goal in layout.goals:
+        offset = goal.offset if isinstance(goal.offset, str) else \
+            "[" + ", ".join(f"{v:g}" for v in goal.offset) + "]"
+        lines.append(f"goal: {goal.object} moved by {offset} kept {goal.clearance:g} m clear "
+                     "of the other objects")
     return lines
 
 

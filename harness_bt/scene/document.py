@@ -15,7 +15,7 @@ from harness_bt.problems import Report
 from harness_bt.scene.condition import Condition
 from harness_bt.scene.model import SceneSpec
 
-__all__ = ["TABLE_XY", "Scene", "SceneError", "find_scene", "scene_registry"]
+__all__ = ["TABLE_XY", "LayoutGoal", "Scene", "SceneError", "find_scene", "scene_registry"]
 
 #: The table top (x, y ranges, metres) objects may be laid on.
 TABLE_XY = ((-0.25, 0.95), (-0.7, 0.7))
@@ -34,6 +34,19 @@ class SceneError(DefinitionError):
             details={"problems": [str(p) for p in errors]})
 
 
+@dataclass(frozen=True)
+class LayoutGoal:
+    """A layout goal (:class:`~harness_bt.scene.model.GoalSpec`) with its parameters bound."""
+
+    object: str
+    offset: tuple[float, float]
+    clearance: float
+
+    def point(self, x: float, y: float) -> tuple[float, float]:
+        """The goal for an object starting at (``x``, ``y``)."""
+        return x + self.offset[0], y + self.offset[1]
+
+
 @dataclass
 class Scene:
     """A checked scene with its parameters bound (see the module docstring)."""
@@ -42,6 +55,7 @@ class Scene:
     source: str
     params: dict[str, Any] = field(default_factory=dict)
     condition: Condition | None = None
+    goals: list[LayoutGoal] = field(default_factory=list)
 
     @property
     def name(self) -> str:

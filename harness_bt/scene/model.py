@@ -21,6 +21,7 @@ __all__ = [
     "COLOURS",
     "SHAPES",
     "DistractorSpec",
+    "GoalSpec",
     "LayoutSpec",
     "ObjectSpec",
     "ParamSpec",
@@ -101,18 +102,32 @@ class DistractorSpec(_Spec):
     count: Annotated[list[int], Field(min_length=2, max_length=2)]
 
 
+class GoalSpec(_Spec):
+    """Where the success condition sends an object: ``object`` (an object, or the name of an
+    object parameter) to where it starts plus ``offset`` (``[dx, dy]`` metres in the world
+    frame, or the name of a vector parameter). Layouts keep every other object at least
+    ``clearance`` from that point (centre to centre, plus the half-size of big objects), so
+    that no episode asks for an object to be put where another one stands."""
+
+    object: str = Field(min_length=1)
+    offset: str | Annotated[list[Number], Field(min_length=2, max_length=2)]
+    clearance: Number = Field(0.07, gt=0.0)
+
+
 def _workspace() -> dict[Literal["x", "y", "yaw"], list[float]]:
     return {"x": [0.40, 0.62], "y": [-0.22, 0.22], "yaw": [-0.5, 0.5]}
 
 
 class LayoutSpec(_Spec):
     """The seeded layout: objects not under ``place`` are sampled in the ``workspace``,
-    at least ``separation`` apart (centre to centre, plus the half-size of big objects)."""
+    at least ``separation`` apart (centre to centre, plus the half-size of big objects);
+    a layout that leaves one of the ``goals`` short of its clearance is drawn again."""
 
     workspace: dict[Literal["x", "y", "yaw"], Range] = Field(default_factory=_workspace)
     separation: Number = Field(0.11, ge=0.0)
     place: dict[str, PlacementSpec] = Field(default_factory=dict)
     distractors: DistractorSpec | None = None
+    goals: list[GoalSpec] = Field(default_factory=list)
 
 
 class SuccessSpec(_Spec):

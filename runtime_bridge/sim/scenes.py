@@ -63,7 +63,9 @@ class SimScene:
     # -- layout --------------------------------------------------------------------------
     def layout(self, rng: np.random.Generator) -> SceneLayout:
         """Non-overlapping (x, y, yaw) for every object of this episode, by rejection sampling
-        from ``rng`` (deterministic for a given state)."""
+        from ``rng`` (deterministic for a given state); a layout with a goal of
+        ``layout.goals`` too near another object is drawn again whole, so the layouts that
+        keep their goals clear are the ones drawn without goals."""
         lay = self.doc.spec.layout
         names = list(self.objects)
         if lay.distractors is not None:
@@ -83,11 +85,27 @@ class SimScene:
                     break
                 poses[name] = pose
             else:
-                return SceneLayout(poses)
+                if self._goals_clear(poses, extra):
+                    return SceneLayout(poses)
+        goals = " with every layout goal clear" if self.doc.goals else ""
         raise DefinitionError("LAYOUT_FAILED", f"scene {self.name!r}: could not place "
-                              f"{', '.join(order)} without overlap", where=self.doc.source,
-                              fix="widen the workspace or the regions, lower 'separation', or "
-                                  "lay out fewer objects")
+                              f"{', '.join(order)} without overlap{goals}",
+                              where=self.doc.source,
+                              fix="widen the workspace or the regions, lower 'separation' (or "
+                                  "a goal's 'clearance'), or lay out fewer objects")
+
+    def _goals_clear(self, poses: Mapping[str, Sequence[float]],
+                     extra: Mapping[str, float]) -> bool:
+        """Whether every layout goal (``layout.goals``) keeps the other objects at least its
+        clearance away (the goal of an object left out of the episode is not checked)."""
+        for goal in self.doc.goals:
+            if goal.object not in poses:
+                continue
+            gx, gy = goal.point(poses[goal.object][0], poses[goal.object][1])
+            if any(np.hypot(gx - x, gy - y) < goal.clearance + extra[other]
+                   for other, (x, y, _) in poses.items() if other != goal.object):
+                return False
+        return True
 
     def _sample(self, name: str, place: PlacementSpec | None, poses: Mapping[str, Sequence[float]],
                 extra: Mapping[str, float], rng: np.random.Generator

@@ -238,8 +238,9 @@ class Structure:
                   "less_than_equal": "<="}[kind]
             limit = next(iter(ctx.values()), "?")
             code = "INVALID_BUDGET" if "budget" in path else "INVALID_VALUE"
+            rest = "for no limit" if code == "INVALID_BUDGET" else "for its default"
             return make(code, f"{field}={value!r} must be {op} {limit}",
-                        f"set {field} {op} {limit}, or leave it out for no limit")
+                        f"set {field} {op} {limit}, or leave it out {rest}")
         if kind == "string_too_short":
             return make("EMPTY_VALUE", f"{field} of {owner} must not be empty", "write a value")
         if kind == "too_short":

@@ -100,6 +100,40 @@ def test_an_unreachable_layout_region_is_refused(tmp_path: Path) -> None:
     assert any("UNREACHABLE_LAYOUT" in e and "leaves the table" in e for e in errs)
 
 
+GOALS = GOOD.replace("params:\n", "params:\n  offset: {type: vector, default: [0.0, 0.1]}\n"
+                     "  lift: {type: number, default: 0.05}\n").replace(
+    "    big_box: {x: [0.45, 0.55], y: [-0.1, 0.1], yaw: 0.0}\n",
+    "    big_box: {x: [0.45, 0.55], y: [-0.1, 0.1], yaw: 0.0}\n"
+    "  goals:\n"
+    "    - {object: target, offset: offset}\n"
+    "    - {object: can, offset: [0.05, -0.02], clearance: 0.1}\n")
+
+
+def test_layout_goals_bind_their_parameters(tmp_path: Path) -> None:
+    scene = load_scene(scene_file(tmp_path, GOALS), params={"target": "can",
+                                                             "offset": [0.1, 0.0]})
+    assert [(g.object, g.offset, g.clearance) for g in scene.goals] == [
+        ("can", (0.1, 0.0), 0.07), ("can", (0.05, -0.02), 0.1)]
+    assert scene.goals[0].point(0.5, 0.1) == (0.6, 0.1)
+
+
+def test_a_layout_goal_naming_an_unknown_object_or_the_wrong_parameter(tmp_path: Path) -> None:
+    text = GOALS.replace("{object: target, offset: offset}", "{object: tagret, offset: lift}")
+    text = text.replace("{object: can, offset: [0.05, -0.02]", "{object: offset, offset: ofset")
+    errs = problems(tmp_path, text)
+    assert any("UNKNOWN_OBJECT" in e and "layout goal 0: 'tagret' is no object parameter or "
+               "object" in e and "did you mean 'target'" in e for e in errs), errs
+    assert any("layout goal 0: parameter 'lift' is a number, not a vector" in e for e in errs)
+    assert any("layout goal 1: parameter 'offset' is a vector, not an object" in e
+               for e in errs)
+    assert any("layout goal 1: 'ofset' is no vector parameter" in e and "did you mean "
+               "'offset'" in e for e in errs)
+    assert len(errs) == 4
+    errs = problems(tmp_path, GOALS.replace("clearance: 0.1", "clearance: -1"))
+    assert any("clearance=-1.0 must be > 0.0" in e and "leave it out for its default" in e
+               for e in errs), errs
+
+
 def test_a_set_value_of_the_wrong_type_names_the_option(tmp_path: Path) -> None:
     errs = problems(tmp_path, GOOD, target="purple_cube")
     assert errs == [e for e in errs if e.startswith("--set target:")]

@@ -43,6 +43,45 @@ def test_layouts_are_seeded_and_distractors_are_chosen_from_the_seed(tmp_path: P
     assert len(kinds) == 2
 
 
+def test_a_layout_keeps_its_goals_clear_and_other_layouts_unchanged(tmp_path: Path) -> None:
+    # seed 1010 drew the red cube's goal 3.8 cm from the blue cube's centre: two 4 cm
+    # cubes in one place, an episode no controller could succeed in
+    clear = SimScene(load_scene("place_at", params={"target": "red_cube"}))
+    assert clear.doc.goals
+    plain_path = tmp_path / "plain.yaml"
+    plain_path.write_text(Path(clear.doc.source).read_text().replace("  goals:", "  _x:")
+                          .replace("_x: [{object: target, offset: offset, clearance: 0.07}]",
+                                   ""))
+    plain = SimScene(load_scene(plain_path, params={"target": "red_cube"}))
+    assert not plain.doc.goals
+    redrawn = 0
+    for seed in range(1000, 1020):
+        before = plain.layout(np.random.default_rng(seed)).poses
+        after = clear.layout(np.random.default_rng(seed)).poses
+        goal = clear.doc.goals[0].point(*after["red_cube"][:2])
+        nearest = min(float(np.hypot(goal[0] - x, goal[1] - y))
+                      for name, (x, y, _) in after.items() if name != "red_cube")
+        assert nearest >= 0.07
+        redrawn += before != after
+        if before == after:  # a layout whose goal was clear is the same as without goals
+            continue
+        goal = clear.doc.goals[0].point(*before["red_cube"][:2])
+        assert min(float(np.hypot(goal[0] - x, goal[1] - y))
+                   for name, (x, y, _) in before.items() if name != "red_cube") < 0.07
+    assert redrawn == 8  # 1001, 1002, 1009, 1010, 1011, 1014, 1016, 1018
+
+
+def test_a_goal_that_cannot_be_kept_clear_fails_the_layout(tmp_path: Path) -> None:
+    path = tmp_path / "tight.yaml"
+    path.write_text("name: tight\nobjects:\n  a: {shape: cube, size: 0.04}\n"
+                    "  b: {shape: cube, size: 0.04}\nlayout:\n"
+                    "  place:\n    a: {pose: [0.5, 0.0, 0.0]}\n    b: {pose: [0.5, 0.1, 0.0]}\n"
+                    "  goals: [{object: a, offset: [0.0, 0.1]}]\n")
+    with pytest.raises(DefinitionError, match="with every layout goal clear") as err:
+        SimScene(load_scene(path)).layout(np.random.default_rng(0))
+    assert "clearance" in (err.value.fix or "")
+
+
 def test_every_shape_is_built_and_predicates_read_the_physics(
         make_env: Callable[..., SimEnv], tmp_path: Path) -> None:
     path = tmp_path / "shapes.yaml"
