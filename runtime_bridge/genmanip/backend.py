@@ -52,6 +52,7 @@ class GenManipBackend:
         self.judged = True
         self._created = False
         self._faults: list[FaultFired] = []
+        self._ended: str | None = None
 
     def reset(self) -> Observation:
         if not self._created:
@@ -79,6 +80,11 @@ class GenManipBackend:
         out, self._faults = self._faults, []
         return out
 
+    def last_ended(self) -> str | None:
+        """How the episode that ended last ended, when the server says (a harness-bt server's
+        ``episode_ended``; GenManip's own says nothing: None)."""
+        return self._ended
+
     def close(self) -> None:
         if self.kill_on_close and self._created:
             with contextlib.suppress(BridgeError):
@@ -88,6 +94,8 @@ class GenManipBackend:
     def _read(self, result: WorkerResult) -> Observation:
         self._faults.extend(dataclasses.replace(
             f, sim_time_s=round(f.timestep * self.control_period_s, 4)) for f in result.faults)
+        if result.ended is not None:
+            self._ended = result.ended
         if result.obs is None:
             self.done = True
             self.metric = dict(result.metric or {})

@@ -47,6 +47,8 @@ from runtime_bridge.genmanip.shm.writer import STATUS_HEADER
 __all__ = ["ClientOptions", "GenManipClient", "StepOutcomeUnknown", "Timeouts", "WorkerResult"]
 
 _UNKNOWN_STATUSES = {502, 503, 504}
+#: the values of a harness-bt server's ``episode_ended`` (anything else is left out)
+ENDINGS = ("success", "timeout", "not_judged")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,9 @@ class WorkerResult:
     metric: dict[str, float] | None = None
     #: the faults the simulator injected in this step (a harness-bt server's extra ``faults``)
     faults: tuple[FaultFired, ...] = ()
+    #: how the episode that ended in this step ended (a harness-bt server's extra
+    #: ``episode_ended``: ``success`` / ``timeout`` / ``not_judged``), else None
+    ended: str | None = None
 
     @property
     def done(self) -> bool:
@@ -404,6 +409,8 @@ class GenManipClient:
                                   where=f"{self.url}{route} worker {wid!r}",
                                   fix="check that the server created this worker")
             obs_raw, metric = entry.get("obs"), entry.get("metric")
+            ended = entry.get("episode_ended")
+            ended = ended if ended in ENDINGS else None
             obs = None if obs_raw is None else observation_from_wire(
                 obs_raw, worker_id=wid, received_at=now, where=f"{route} worker {wid!r} obs")
             if obs is None:
@@ -411,7 +418,7 @@ class GenManipClient:
                 if wid not in self.metrics:
                     self.metrics[wid] = final
                     self._notice("final_metric", wid, metric=final, route=route)
-                out[wid] = WorkerResult(wid, None, final)
+                out[wid] = WorkerResult(wid, None, final, ended=ended)
                 continue
             faults = self._faults(entry.get("faults"), wid, route)
             if obs.reset:
@@ -422,7 +429,7 @@ class GenManipClient:
                                  episode=self.episodes_seen[wid])
             self.last_timestep[wid] = obs.timestep
             out[wid] = WorkerResult(wid, obs, dict(metric) if isinstance(metric, Mapping) else None,
-                                    faults)
+                                    faults, ended)
         return out
 
     def _faults(self, raw: Any, wid: str, route: str) -> tuple[FaultFired, ...]:

@@ -22,7 +22,9 @@ plus the episode protocol of :mod:`harness_bt.runtime.episodes`:
   :meth:`start_episode`, ``episode_over`` turns True and an ``episode_ended`` notice goes out;
 - ``finish_episode`` holds the robot still until the simulator ends the episode, and infers
   the simulator's verdict: GenManip ends an episode early only on success, so an episode that
-  ended before ``num_steps`` succeeded (checked against the final metric when it arrives). A
+  ended before ``num_steps`` succeeded (checked against the final metric when it arrives);
+  one that ran to ``num_steps`` failed, unless the simulator says how it recorded it (the
+  built-in one's ``last_ended``: a success that held its scene's own hold at the last step). A
   simulator that can end an episode itself (the built-in one: ``end_episode``) is asked to
   after :data:`SETTLE_STEPS` steps of holding, and every step after: it ends the episode at
   once, judged failed (``task_ended``), unless its success condition holds, in which case the
@@ -337,8 +339,12 @@ class InProcRuntime:
             ep.ended_by = ended_by
         elif self.num_steps is None:
             ep.ended_by = "ended"
-        else:
-            ep.ended_by = "success" if steps < self.num_steps else "timeout"
+        elif steps < self.num_steps:
+            ep.ended_by = "success"
+        else:  # out of steps, unless the simulator recorded a success in the last one
+            recorded = getattr(self.backend, "last_ended", None)
+            ep.ended_by = "success" if callable(recorded) and recorded() == "success" \
+                else "timeout"
         self._notices.append(BridgeNotice("episode_ended", data={
             "episode": ep.index, "ended_by": ep.ended_by, "steps": steps,
             "num_steps": self.num_steps, "sim_success": self._verdict(ep)}))

@@ -69,6 +69,13 @@ class SimBackend:
         entry = self.env.end_episode()
         return None if entry is None else self._read(entry, "end_episode")
 
+    def last_ended(self) -> str | None:
+        """How the episode that ended last ended, as the simulator recorded it (``success``,
+        ``timeout``, ``task_ended``, ``not_judged``), None before any: a success can come in an
+        episode's last step, which the step count alone reads as running out of steps."""
+        last = self.env.book.last()
+        return None if last is None else str(last["ended"])
+
     @property
     def frames(self) -> FrameDemand | None:
         """Frame requests for the next step, when the simulator renders on demand."""

@@ -177,7 +177,8 @@ class SimConfig:
     ``success_hold_steps``: when set, an episode counts as a success (and ends) only once the
     scene's success condition has held for that many consecutive steps (instead of the scene's
     own few). A controller that judges its result itself needs that time before the episode
-    rolls over; a longer hold only makes the metric stricter.
+    rolls over. When the episode's ``num_steps`` run out before that hold, the scene's own
+    hold judges it (a success that began late is still one).
 
     ``render``: ``all`` renders every camera in every observation (upstream); ``round_robin``
     renders one camera per step in turn (every camera on an episode's first observation), so

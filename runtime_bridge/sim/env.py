@@ -12,14 +12,16 @@ Two faces over one world:
   one worker's entry in a GenManip ``/reset`` / ``/step`` response holds, in the wire form
   (``{"obs": OBS, "metric": None}`` during the episodes, ``{"obs": None, "metric": {scene:
   mean_success}}`` once every episode is done; a step in which injected faults fired carries
-  them too: ``"faults": [{"kind", "step", ...}]``), and refuse with
+  them too: ``"faults": [{"kind", "step", ...}]``; a step that ended an episode says how:
+  ``"episode_ended": "success"`` / ``"timeout"`` / ``"not_judged"``), and refuse with
   :class:`~runtime_bridge.genmanip.errors.HttpError` carrying the status the server answers.
 
 An episode ends inside a step when the scene's success reaches 1 or after ``num_steps``
-steps; that same answer then carries the next episode's first observation (``reset`` True,
-``timestep`` 0). Both faces read the same rendered arrays: the typed one holds the numbers as
-a GenManip client decodes them (float64 poses and intrinsics), the wire one as upstream sends
-them (float32 intrinsics and camera poses).
+steps (then a success holding its scene's own ``hold_steps`` counts, whatever longer hold
+``success_hold_steps`` asked for); that same answer then carries the next episode's first
+observation (``reset`` True, ``timestep`` 0). Both faces read the same rendered arrays: the
+typed one holds the numbers as a GenManip client decodes them (float64 poses and
+intrinsics), the wire one as upstream sends them (float32 intrinsics and camera poses).
 
 Ground truth (object poses, what the hand holds) is for tests and benchmarks only:
 :meth:`SimEnv.ground_truth` and :meth:`SimEnv.results`, never inside an observation.
@@ -152,6 +154,7 @@ class SimEnv:
         self.last_ik_ok = True
         self._to_hide: list[tuple[str, bool]] = []
         self._fired: list[dict[str, Any]] = []  # faults of the last step, for its answer
+        self._ended: str | None = None  # how an episode that ended in the last step ended
 
     # -- in-process (typed) ------------------------------------------------------------------
     def next_episode(self) -> SimAnswer:
@@ -299,24 +302,35 @@ class SimEnv:
         self._moves += 1
         self.timestep += 1
         success = self.task.success(self.scene, self.progress)
-        if (success is not None and success >= 1.0) or self.timestep >= self.config.num_steps:
+        out_of_steps = self.timestep >= self.config.num_steps
+        if out_of_steps and success == 0.0 and self.task.held_own(self.progress):
+            success = 1.0  # the scene's own hold met; the longer one only keeps it running
+            self.progress.info["ended"] = (f"success held {self.progress.streak} step(s) when "
+                                           "the episode's steps ran out")
+        if (success is not None and success >= 1.0) or out_of_steps:
             self._fired = self._new_faults()  # of the episode that ends here
             self._record(success)
+            self._ended = "success" if success is not None and success >= 1.0 else \
+                "not_judged" if success is None else "timeout"
             return self._start_next()
         raw = self._observe(reset=False)
         self._fired = self._new_faults()  # this step's, its observation's occlusions included
         return raw
 
     def _answer(self, raw: _Raw | None) -> SimAnswer:
-        fired, self._fired = tuple(self._fired), []
+        fired, self._fired, self._ended = tuple(self._fired), [], None
         if raw is None:
             return SimAnswer(None, self.book.final_metric(), fired)
         return SimAnswer(raw.typed(self.worker_id), faults=fired)
 
     def _entry(self, raw: _Raw | None) -> dict[str, Any]:
         fired, self._fired = self._fired, []
-        return self._with_faults(self._final() if raw is None else
-                                 {"obs": raw.wire(), "metric": None}, fired)
+        entry = self._with_faults(self._final() if raw is None else
+                                  {"obs": raw.wire(), "metric": None}, fired)
+        ended, self._ended = self._ended, None
+        if ended is not None:  # an extra key, like faults: how the step's episode ended
+            entry["episode_ended"] = ended
+        return entry
 
     def _render_latest(self, cameras: set[str] | None) -> tuple[_Raw, dict[str, Any]]:
         if self._unrendered is None or self._unrendered[0] != self._moves:

@@ -63,6 +63,11 @@ class EpisodeBook:
         with self._lock:
             return [dict(r) for r in self._results]
 
+    def last(self) -> dict[str, Any] | None:
+        """The episode recorded last (a copy), None before any."""
+        with self._lock:
+            return dict(self._results[-1]) if self._results else None
+
     def skipped(self) -> list[dict[str, Any]]:
         with self._lock:
             return [dict(r) for r in self._skipped]

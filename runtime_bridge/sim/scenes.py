@@ -139,6 +139,13 @@ class SimScene:
         assert self.doc.spec.success is not None
         return 1.0 if progress.held(self.doc.spec.success.hold_steps) else 0.0
 
+    def held_own(self, progress: Progress) -> bool:
+        """Whether the condition has held the scene's own ``hold_steps`` (a longer hold set
+        by the simulator only keeps a succeeding episode running: when the episode's steps run
+        out first, the scene's own hold judges it)."""
+        spec = self.doc.spec.success
+        return spec is not None and progress.streak >= spec.hold_steps
+
 
 def _draw(value: float | list[float] | None, default: list[float],
           rng: np.random.Generator) -> float:

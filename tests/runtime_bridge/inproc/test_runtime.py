@@ -143,6 +143,30 @@ def test_a_real_pick_ends_the_episode_early_which_is_the_simulators_success() ->
         rt.close()
 
 
+def test_a_success_when_the_steps_run_out_is_read_as_the_simulator_recorded_it() -> None:
+    """The hold (150 steps) cannot complete before num_steps: the simulator judges the last
+    step by the scene's own hold, and the runtime reads its record, not the step count."""
+    rt = sim_runtime(num_steps=140, success_hold_steps=150)
+    try:
+        rt.start_episode()
+        rt.poll()
+        truth = rt.backend.env.ground_truth()["objects"]["red_cube"]  # type: ignore[attr-defined]
+        pose = truth["position"] + truth["quaternion_wxyz"]
+        for cid, skill, params in (("a", "approach", {}), ("g", "grasp", {}),
+                                   ("l", "lift", {"height_m": 0.1})):
+            rt.dispatch(Command(command_id=cid, skill=skill,
+                                params={"object_id": "red_cube", "object_pose": pose, **params},
+                                start_within_ms=1000, execution_timeout_ms=30_000))
+            while "control_done" not in kinds(rt.poll()) and not rt.episode_over:
+                pass
+        end = rt.finish_episode()
+        assert (end.ended_by, end.sim_success, end.steps) == ("success", True, 140)
+        [record] = rt.backend.env.results()["episodes"]  # type: ignore[attr-defined]
+        assert record["success"] == 1.0 and record["steps"] == 140
+    finally:
+        rt.close()
+
+
 def test_while_the_success_condition_holds_the_episode_is_held_until_it_succeeds() -> None:
     rt = sim_runtime(num_steps=400, success_hold_steps=60)
     try:

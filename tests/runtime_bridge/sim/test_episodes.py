@@ -26,8 +26,10 @@ def test_episodes_roll_over_inside_step_and_end_with_the_final_metric(
     assert starts == [("pick_cube", 0), ("pick_cube", 1), ("pick_and_place", 0),
                       ("pick_and_place", 1)]
     assert [t for t, _, _ in seen] == [0, 1, 2] * 4
-    assert result == {"obs": None, "metric": {"pick_cube": 0.0, "pick_and_place": 0.0}}
-    assert env.step(HOLD) == result  # a finished worker keeps answering with the metric
+    assert result == {"obs": None, "metric": {"pick_cube": 0.0, "pick_and_place": 0.0},
+                      "episode_ended": "timeout"}  # how the last episode ended
+    # a finished worker keeps answering with the metric (no episode ends in those steps)
+    assert env.step(HOLD) == {"obs": None, "metric": result["metric"]}
     assert [e["ended"] for e in env.results()["episodes"]] == ["timeout"] * 4
 
 

@@ -70,12 +70,14 @@ def _obs(timestep: int) -> dict[str, object]:
             "ee_pose_state": [np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])]}
 
 
-def _client(faults: object) -> GenManipClient:
+def _client(faults: object, ended: object = None) -> GenManipClient:
     def serve(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/reset":
             entry: dict[str, object] = {"obs": _obs(0), "metric": None}
         else:
             entry = {"obs": _obs(1), "metric": None, "faults": faults}
+            if ended is not None:
+                entry["episode_ended"] = ended
         return httpx.Response(200, content=codec.dumps({"0": entry}),
                               headers={"content-type": codec.COMPAT_MEDIA_TYPE})
 
@@ -89,6 +91,16 @@ def test_the_genmanip_client_reads_the_faults_of_a_step_answer() -> None:
         (result,) = client.step({"0": HOLD}).values()
     assert result.faults == (FaultFired("nudge", 0, None, "0", {"object": "red_cube"}),)
     assert result.obs is not None and result.obs.timestep == 1
+
+
+@pytest.mark.parametrize(("sent", "read"), [("success", "success"), ("timeout", "timeout"),
+                                             ("exploded", None), (7, None), (None, None)])
+def test_the_client_reads_how_an_episode_ended_and_ignores_anything_else(
+        sent: object, read: str | None) -> None:
+    with _client([], ended=sent) as client:
+        assert client.reset()["0"].ended is None
+        (result,) = client.step({"0": HOLD}).values()
+    assert result.ended == read
 
 
 def test_a_malformed_fault_list_is_left_out_with_a_notice_and_the_step_is_kept() -> None:

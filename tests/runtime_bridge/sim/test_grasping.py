@@ -55,6 +55,37 @@ def test_without_closing_the_gripper_nothing_is_picked(make_env: Callable[..., S
     assert env.results()["final_metric"] == {"pick_cube": 0.0}
 
 
+def test_steps_running_out_judge_by_the_scenes_own_hold(make_env: Callable[..., SimEnv]
+                                                        ) -> None:
+    """A hold longer than the episode's steps keeps a success from ending the episode; when
+    the steps run out, the scene's own hold (3 steps for pick_cube) judges it."""
+    for hold, steps, success in ((150, 140, 1.0), (150, 200, 1.0), (150, 20, 0.0)):
+        env = make_env(scenes=("pick_cube",), episodes=1, num_steps=steps,
+                       success_hold_steps=hold)
+        [episode] = run_scripted(env)
+        assert episode["success"] == success, (hold, steps, episode)
+        if success and hold > steps:  # ran out of steps with the cube lifted
+            assert episode["steps"] == steps
+            assert "when the episode's steps ran out" in episode["evidence"]["ended"]
+        env.close()
+
+
+def test_the_answer_ending_an_episode_says_how_it_ended(make_env: Callable[..., SimEnv]
+                                                        ) -> None:
+    """An extra key, like faults: only in the answer of the step that ended an episode."""
+    for steps, ended in ((140, "success"), (20, "timeout")):
+        env = make_env(scenes=("pick_cube",), episodes=2, num_steps=steps,
+                       success_hold_steps=150)
+        result = env.reset()
+        picker = ScriptedPicker()
+        picker.start(result["obs"]["ee_pose_state"], env.ground_truth())
+        answers = []
+        while not answers or not answers[-1]["obs"]["reset"]:
+            answers.append(env.step(picker.action()))
+        assert [a.get("episode_ended") for a in answers] == [None] * (steps - 1) + [ended]
+        env.close()
+
+
 def test_a_carried_cube_stays_centred_between_the_fingers(make_env: Callable[..., SimEnv]
                                                           ) -> None:
     """The fingers are geared together: carried sideways fast and stopped short, the cube

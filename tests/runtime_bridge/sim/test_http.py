@@ -112,7 +112,7 @@ def test_a_full_episode_loop_over_http(sim_server: Callable[..., str]) -> None:
             entry = client.step({"0": joint()})["0"]
         assert entry["obs"]["timestep"] == 24
         final = client.step({"0": joint()})["0"]
-        assert final == {"obs": None, "metric": {"pick_cube": 0.0}}
+        assert final == {"obs": None, "metric": {"pick_cube": 0.0}, "episode_ended": "timeout"}
         results = client.http.get("/harness/results").json()["workers"]["0"]["results"]
         assert [e["seed"] for e in results["episodes"]] == [0, 1]
         assert client.post_json("/kill").json() == {"data": {"success": True}}
