@@ -44,6 +44,8 @@ __all__ = ["ColourPerception", "Detection", "colour_perception"]
 
 GRIPPER = "gripper"
 TABLE = "table"
+#: a finger gap (Panda) below this is a closed hand, carrying whatever is between the fingers
+CLOSED_BELOW_M = 0.07
 HAND_RADIUS_M = 0.07  # the Panda hand and fingers, around the TCP axis (hand pointing down)
 
 
@@ -112,8 +114,12 @@ class ColourPerception:
                 old = best.get(det.object_id)
                 if old is None or det.confidence > old.confidence:
                     best[det.object_id] = det
-        for group, dets in grouped.items():
-            best.update(self._trackers[group].assign(dets))
+        if grouped:
+            width = observation.gripper_width
+            tcp = observation.ee_pose.position
+            closed = width is not None and width < CLOSED_BELOW_M
+            for group, dets in grouped.items():
+                best.update(self._trackers[group].assign(dets, tcp, closed))
         self.last_detections = best
         specs = {s.object_id: s for s in self.catalogue}
         for oid, det in best.items():

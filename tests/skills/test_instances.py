@@ -49,6 +49,42 @@ def test_blobs_are_named_by_position_then_followed_as_they_move() -> None:
     assert tracker.tracks == {}
 
 
+def test_the_cube_in_the_closed_hand_is_looked_for_where_the_hand_took_it() -> None:
+    """Seed 1008 of the sort benchmark, in figures: r3 carried over the tray is seen last at
+    0.176 m up; the next frame comes after the hand has lowered it 12 cm, while r2 (resting in
+    the tray) is hidden by the arm, so r3's blob lies nearer r2's track than r3's."""
+    def run(with_hand: bool) -> dict[str, Blob]:
+        tracker = InstanceTracker(("r1", "r2", "r3"))
+        tcp = (0.545, 0.173, 0.175) if with_hand else None
+        tracker.assign([Blob("r1", (0.496, 0.129, 0.03)), Blob("r1", (0.494, 0.228, 0.03)),
+                        Blob("r1", (0.539, 0.176, 0.176))], tcp, closed=True)
+        assert tracker.tracks["r3"].tolist() == [0.539, 0.176, 0.176]
+        tcp = (0.578, 0.179, 0.105) if with_hand else None  # r2 hidden; r3 lowered
+        return tracker.assign([Blob("r1", (0.576, 0.181, 0.054)),
+                               Blob("r1", (0.506, 0.122, 0.026), 0.46)], tcp, closed=True)
+
+    lowered = (0.576, 0.181, 0.054)
+    blind = run(with_hand=False)  # r3's blob taken by the hidden cube's track
+    assert "r3" not in blind and lowered in [b.position for b in blind.values()]
+    seen = run(with_hand=True)
+    assert seen["r3"].position == lowered and len(seen) == 2
+
+
+def test_an_object_left_behind_by_an_open_hand_is_not_carried() -> None:
+    tracker = InstanceTracker(("r1", "r2"))
+    tracker.assign([Blob("r1", (0.5, 0.0, 0.02)), Blob("r1", (0.5, 0.2, 0.02))],
+                   (0.5, 0.0, 0.02), closed=False)
+    assert tracker.carried is None
+    out = tracker.assign([Blob("r1", (0.5, 0.0, 0.02)), Blob("r1", (0.5, 0.2, 0.02))],
+                         (0.5, 0.1, 0.3), closed=False)  # the hand went away, open
+    assert out["r1"].position == (0.5, 0.0, 0.02) and tracker.tracks["r1"].tolist() == [
+        0.5, 0.0, 0.02]
+    tracker.assign([Blob("r1", (0.5, 0.0, 0.02))], (0.5, 0.0, 0.02), closed=True)
+    assert tracker.carried is not None and tracker.carried[0] == "r1"
+    tracker.reset()
+    assert tracker.carried is None
+
+
 def test_a_scene_gives_perception_its_catalogue() -> None:
     catalogue = {s.object_id: s for s in catalogue_for(load_scene("sort").spec.objects)}
     assert catalogue["tray"].kind == "container" and catalogue["red_cube_1"].kind == "movable"
