@@ -119,20 +119,26 @@ def test_holding_cut_short_leaves_the_episode_unjudged_and_the_next_reset_skips_
     assert runtime.backend.env.results()["skipped"][0]["index"] == 0  # type: ignore[attr-defined]
 
 
+def pick_up(rt: InProcRuntime) -> None:
+    """Start an episode and pick the red cube up (approach, grasp, lift 10 cm), stopping
+    early when the simulator ends the episode."""
+    rt.start_episode()
+    rt.poll()
+    truth = rt.backend.env.ground_truth()["objects"]["red_cube"]  # type: ignore[attr-defined]
+    pose = truth["position"] + truth["quaternion_wxyz"]
+    for cid, skill, params in (("a", "approach", {}), ("g", "grasp", {}),
+                               ("l", "lift", {"height_m": 0.1})):
+        rt.dispatch(Command(command_id=cid, skill=skill,
+                            params={"object_id": "red_cube", "object_pose": pose, **params},
+                            start_within_ms=1000, execution_timeout_ms=30_000))
+        while "control_done" not in kinds(rt.poll()) and not rt.episode_over:
+            pass
+
+
 def test_a_real_pick_ends_the_episode_early_which_is_the_simulators_success() -> None:
     rt = sim_runtime(num_steps=400, success_hold_steps=10)
     try:
-        rt.start_episode()
-        rt.poll()
-        truth = rt.backend.env.ground_truth()["objects"]["red_cube"]  # type: ignore[attr-defined]
-        pose = truth["position"] + truth["quaternion_wxyz"]
-        for cid, skill, params in (("a", "approach", {}), ("g", "grasp", {}),
-                                   ("l", "lift", {"height_m": 0.1})):
-            rt.dispatch(Command(command_id=cid, skill=skill,
-                                params={"object_id": "red_cube", "object_pose": pose, **params},
-                                start_within_ms=1000, execution_timeout_ms=30_000))
-            while "control_done" not in kinds(rt.poll()) and not rt.episode_over:
-                pass
+        pick_up(rt)
         assert rt.episode_over  # held 10 steps during the lift: the simulator ended it
         rt.poll()
         assert rt.query("l").reason.startswith("EPISODE_ENDED")
@@ -148,17 +154,7 @@ def test_a_success_when_the_steps_run_out_is_read_as_the_simulator_recorded_it()
     step by the scene's own hold, and the runtime reads its record, not the step count."""
     rt = sim_runtime(num_steps=140, success_hold_steps=150)
     try:
-        rt.start_episode()
-        rt.poll()
-        truth = rt.backend.env.ground_truth()["objects"]["red_cube"]  # type: ignore[attr-defined]
-        pose = truth["position"] + truth["quaternion_wxyz"]
-        for cid, skill, params in (("a", "approach", {}), ("g", "grasp", {}),
-                                   ("l", "lift", {"height_m": 0.1})):
-            rt.dispatch(Command(command_id=cid, skill=skill,
-                                params={"object_id": "red_cube", "object_pose": pose, **params},
-                                start_within_ms=1000, execution_timeout_ms=30_000))
-            while "control_done" not in kinds(rt.poll()) and not rt.episode_over:
-                pass
+        pick_up(rt)
         end = rt.finish_episode()
         assert (end.ended_by, end.sim_success, end.steps) == ("success", True, 140)
         [record] = rt.backend.env.results()["episodes"]  # type: ignore[attr-defined]
