@@ -58,11 +58,14 @@ def scene_facts(ref: str, base: Path | None, params: Mapping[str, Any]) -> Scene
     return SceneFacts(scene.name, objects, scene.groups())
 
 
-def facts_loader(data: Any, path: Path | None, params: Mapping[str, Any]
-                 ) -> Callable[[], SceneFacts | None]:
+def facts_loader(data: Any, path: Path | None, params: Mapping[str, Any],
+                 scene: str | None = None) -> Callable[[], SceneFacts | None]:
     """A function reading, the first time it is called, the facts of the scene the task
-    document ``data`` names (None when it names none)."""
-    ref = data.get("scene") if isinstance(data, dict) else None
+    document ``data`` names (None when it names none), or of ``scene`` instead (the scene a
+    run is given: a name, or a path from the working directory)."""
+    ref = scene or (data.get("scene") if isinstance(data, dict) else None)
+    if scene:
+        path = None
 
     @functools.cache
     def load() -> SceneFacts | None:

@@ -48,15 +48,18 @@ TASK_SUFFIXES = (".yaml", ".yml", ".json", ".xml", ".py")
 def check_file(path: PathLike, *, nodes: NodeTypes | None = None,
                skills: SkillRegistry | None = None,
                guards: Mapping[str, GuardFn] | None = None,
-               text: str | None = None, params: Params | None = None) -> Checked:
+               text: str | None = None, params: Params | None = None,
+               scene: str | None = None) -> Checked:
     """Read and check one task file of any format :data:`TASK_SUFFIXES` names (``text``: its
     content, when not read from disk) against the given registries (default: what is
     installed), its parameters bound to ``params`` (name -> value, or text read by the
-    declared type) over their defaults. A Python file is imported and the task it makes is
-    checked (:func:`~harness_bt.authoring.readers.python.check_python`)."""
+    declared type) over their defaults; ``scene``: the scene it will run in when not its own
+    (:func:`~harness_bt.authoring.validate.check.check_document`). A Python file is imported
+    and the task it makes is checked
+    (:func:`~harness_bt.authoring.readers.python.check_python`)."""
     registries = Registries.installed(nodes=nodes, skills=skills, guards=guards)
     if Path(path).suffix.lower() == ".py" and text is None:
-        return _check_python(Path(path), registries, params)
+        return _check_python(Path(path), registries, params, scene)
     doc, problems = read_document(path, registries, text=text)
     if doc.format == "xml" and isinstance(doc.data, dict):
         try:  # a tree file: checked as the task it makes
@@ -64,10 +67,11 @@ def check_file(path: PathLike, *, nodes: NodeTypes | None = None,
             problems = [*problems, *drop_included(doc, registries)]
         except DefinitionError as exc:
             problems = [*problems, Problem(exc.code, exc.message, doc.file, fix=exc.fix or "")]
-    return check_document(doc, registries, problems=problems, params=params)
+    return check_document(doc, registries, problems=problems, params=params, scene=scene)
 
 
-def _check_python(file: Path, registries: Registries, params: Params | None) -> Checked:
+def _check_python(file: Path, registries: Registries, params: Params | None,
+                  scene: str | None = None) -> Checked:
     """A Python task file: imported (:func:`load_python`), then the task it makes is checked.
     A ``TaskSpec``, or a ``Task`` whose trees are node-spec dicts, goes through the document
     checks (problems name document paths); a ``Task`` of Python tree factories was checked
@@ -89,7 +93,7 @@ def _check_python(file: Path, registries: Registries, params: Params | None) -> 
     doc = Document(str(file), spec_to_data(spec), path=file, format="python")
     mine = {k: v for k, v in (params or {}).items() if isinstance(made, TaskSpec)
             and k in spec.params}
-    return check_document(doc, registries, params=mine, origin="params")
+    return check_document(doc, registries, params=mine, origin="params", scene=scene)
 
 
 def _check_built(task: Task, doc: Document, registries: Registries) -> Checked:
@@ -116,14 +120,15 @@ def _check_built(task: Task, doc: Document, registries: Registries) -> Checked:
 def check_spec(spec: TaskSpec, *, base_dir: PathLike | None = None,
                nodes: NodeTypes | None = None, skills: SkillRegistry | None = None,
                guards: Mapping[str, GuardFn] | None = None,
-               params: Params | None = None) -> Checked:
+               params: Params | None = None, scene: str | None = None) -> Checked:
     """Check a spec built in Python (its includes are relative to ``base_dir``, default the
-    working directory). Problems name document paths instead of lines."""
+    working directory; ``scene`` as :func:`check_file`'s). Problems name document paths
+    instead of lines."""
     registries = Registries.installed(nodes=nodes, skills=skills, guards=guards)
     here = Path(base_dir) if base_dir is not None else Path.cwd()
     doc = Document(f"<python: {spec.name}>", spec_to_data(spec), path=here / "<python>",
                    format="python")
-    return check_document(doc, registries, params=params, origin="params")
+    return check_document(doc, registries, params=params, origin="params", scene=scene)
 
 
 def validate_file(path: PathLike, **registries: Any) -> Report:
@@ -169,14 +174,16 @@ def load_spec(path: PathLike, *, nodes: NodeTypes | None = None,
 def load_task(path: PathLike, *, nodes: NodeTypes | None = None,
               skills: SkillRegistry | None = None,
               guards: Mapping[str, GuardFn] | None = None,
-              params: Params | None = None) -> Task:
+              params: Params | None = None, scene: str | None = None) -> Task:
     """The task in a file of any format :data:`TASK_SUFFIXES` names, checked as a whole and
     built: a YAML / JSON document, a BehaviorTree.CPP XML tree file (run as a one-phase task),
     or a Python file (a ``TaskSpec`` it makes is checked like a document; a ready
     :class:`~harness_bt.Task` is taken as it is). Without ``skills`` / ``nodes`` the
     registries are what is installed, as :class:`~harness_bt.TaskRunner` has them; ``guards``
     are Python guards by name; ``params`` the values of the task's parameters (name -> value,
-    or text read by the declared type, as ``--set`` gives it), over their defaults."""
+    or text read by the declared type, as ``--set`` gives it), over their defaults; ``scene``
+    the scene it will run in when not the one it names (``--scene``: its loops' groups are
+    that scene's)."""
     file = Path(path)
     if not file.is_file():
         raise DefinitionError("TASK_NOT_FOUND", f"no task file at {str(file)!r}", where=str(file),
@@ -192,19 +199,19 @@ def load_task(path: PathLike, *, nodes: NodeTypes | None = None,
             return made
         return build_task(made, base_dir=file.parent, nodes=nodes, skills=skills,
                           guards=guards, params={k: v for k, v in (params or {}).items()
-                                                 if k in made.params})
+                                                 if k in made.params}, scene=scene)
     return compile_task(_passed(check_file(file, nodes=nodes, skills=skills, guards=guards,
-                                           params=params)))
+                                           params=params, scene=scene)))
 
 
 def build_task(spec: TaskSpec, *, base_dir: PathLike | None = None,
                nodes: NodeTypes | None = None, skills: SkillRegistry | None = None,
                guards: Mapping[str, GuardFn] | None = None,
-               params: Params | None = None) -> Task:
-    """Check a Python-built spec as a whole (``params``: its parameters' values), then build
-    its task."""
+               params: Params | None = None, scene: str | None = None) -> Task:
+    """Check a Python-built spec as a whole (``params``: its parameters' values; ``scene``
+    as :func:`load_task`'s), then build its task."""
     return compile_task(_passed(check_spec(spec, base_dir=base_dir, nodes=nodes, skills=skills,
-                                           guards=guards, params=params)))
+                                           guards=guards, params=params, scene=scene)))
 
 
 def neutral_form(path: PathLike, **registries: Any) -> dict[str, Any]:

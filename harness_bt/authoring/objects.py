@@ -26,12 +26,12 @@ from harness_bt.authoring.validate.check import Checked
 from harness_bt.errors import DefinitionError
 from harness_bt.expr import ExprError, compile_expr
 from harness_bt.plugins import did_you_mean
-from harness_bt.problems import Problem, Severity
+from harness_bt.problems import Problem, Report, Severity
 from harness_bt.scene import find_scene
 from harness_bt.source import DocPath, Document, format_path
 
 __all__ = ["ObjectUse", "object_problems", "object_uses", "param_type_problems",
-           "scene_object_problems"]
+           "refuse_missing_objects", "scene_object_problems"]
 
 #: evaluator parameters that name objects (postconditions of ``evaluate``)
 _EVALUATOR_OBJECTS = ("object_id", "target", "target_id", "container", "support")
@@ -188,6 +188,24 @@ def object_problems(checked: Checked, objects: list[str], scene: str) -> list[Pr
             fix="name one of the scene's objects, or add the object to the scene "
                 "(or run the task on a scene that has it)", path="" if use.via else use.path))
     return out
+
+
+def refuse_missing_objects(path: Path, scene: Any, *, params: Mapping[str, Any] | None = None,
+                           scene_ref: str | None = None) -> None:
+    """Refuse to run the task file ``path`` in ``scene`` (a checked
+    :class:`~harness_bt.scene.Scene`; ``scene_ref`` the ``--scene`` it came from, when not the
+    task's own) when the task names objects the scene lacks: what ``harness validate`` says,
+    said before a simulator starts rather than as "never seen" at run time. A Python file is
+    left to ``harness validate`` (checking it again would run it again)."""
+    from harness_bt.authoring.loader import check_file
+
+    if path.suffix.lower() == ".py":
+        return
+    checked = check_file(path, params=params, scene=scene_ref)
+    if checked.spec is None or not checked.report.ok:
+        return
+    Report(object_problems(checked, list(scene.spec.objects), scene.name)).raise_for_errors(
+        f"{path} in scene {scene.name!r}")
 
 
 def _written(spec: Any, path: DocPath) -> Any:

@@ -264,7 +264,7 @@ def _run_file(task_file: Path, params: dict[str, Any], *, request: RunRequest,
     lifetime; ``wrap`` wraps the run's watch (the planner's)."""
     r = request if seed is None else dataclasses.replace(request, seed=seed)
     sim, runtime, journal, bridge, as_json = r.sim, r.runtime, r.journal, r.bridge, r.as_json
-    task = load_task(task_file, params=params)
+    task = load_task(task_file, params=params, scene=r.scene)
     extra: dict[str, object] = {}
     if r.record_ros2 is not None:
         if not (runtime or "").startswith(("ros2://", "zenoh://")):
@@ -306,6 +306,11 @@ def _run_file(task_file: Path, params: dict[str, Any], *, request: RunRequest,
         scene=r.scene or task.scene, params=dict(task.params), bridge=bridge,
         perception=r.perception, record_frames=5.0 if r.record_frames else None,
         trace=None if trace is None else str(trace)))
+    if sim is None and not runtime and options.scene_document is not None:
+        from harness_bt.authoring.objects import refuse_missing_objects
+
+        refuse_missing_objects(task_file, options.scene_document, params=params,
+                               scene_ref=r.scene)
     open_journal = None
     if journal is not None:
         def open_journal(_: EpisodeRuntime) -> DurableRun:
@@ -383,7 +388,7 @@ def resume(
     durable = open_durable(journal, forget=forget_world)
     try:
         header = durable.header
-        task = load_task(Path(header.task_file), params=header.params)
+        task = load_task(Path(header.task_file), params=header.params, scene=header.scene)
         min_epoch = max(durable.ledger.epoch, int(durable.record.progress().get("epoch", 0)))
         url = runtime or header.runtime_url
         extra: dict[str, object] = {"min_epoch": min_epoch}

@@ -142,7 +142,7 @@ def _options(spec: EpisodeSpec, task_scene: str | None, params: Mapping[str, Any
 def run_episode(spec: EpisodeSpec) -> dict[str, Any]:
     """Run one episode of ``spec`` on a fresh in-process simulator (see the module
     docstring) and return its row."""
-    task = kept.task(Path(spec.task_file), spec.params)
+    task = kept.task(Path(spec.task_file), spec.params, spec.scene)
     options = _options(spec, task.scene, task.params, task.name, {"keep_world": True},
                        keep=True)
     options = dataclasses.replace(options, trace=_trace(spec, str(spec.seed)))
@@ -168,7 +168,7 @@ def run_server_episodes(spec: EpisodeSpec, *, skip: Callable[[str], bool] | None
     nothing."""
     from harness_bt.authoring import load_task
 
-    task = load_task(Path(spec.task_file), params=dict(spec.params))
+    task = load_task(Path(spec.task_file), params=dict(spec.params), scene=spec.scene)
     options = _options(spec, task.scene, task.params, task.name)
     runtime = runtime_registry(entry_points=True).get("inproc", where="--sim")(options)
     try:

@@ -57,12 +57,13 @@ def _keep(key: tuple[Any, ...], load: Any) -> Any:
     return loaded
 
 
-def task(path: Path, params: Mapping[str, Any]) -> Task:
-    """The task of ``path`` with ``params`` (``--set`` values), loaded once per file version."""
+def task(path: Path, params: Mapping[str, Any], scene: str | None = None) -> Task:
+    """The task of ``path`` with ``params`` (``--set`` values), run in ``scene`` when not its
+    own (``--scene``), loaded once per file version."""
     from harness_bt.authoring import load_task
 
-    loaded: Task = _keep(_key("task", path, params),
-                         lambda: load_task(path, params=dict(params)))
+    loaded: Task = _keep((*_key("task", path, params), scene),
+                         lambda: load_task(path, params=dict(params), scene=scene))
     return loaded
 
 

@@ -62,6 +62,7 @@ class EvalResult:
 
 def _check(config: EvalConfig) -> None:
     from harness_bt.authoring import load_task
+    from harness_bt.authoring.objects import refuse_missing_objects
     from harness_bt.authoring.scenes import load_scene
 
     if config.episodes < 1:
@@ -86,7 +87,8 @@ def _check(config: EvalConfig) -> None:
                               fix="start it with harness sim serve --fault-slip 0.3 ...")
     stems: dict[str, Path] = {}
     for path in config.tasks:
-        task = load_task(path, params=dict(config.params))  # unknown file, bad --set: here
+        # an unknown file, a bad --set, a loop over a group --scene lacks: here
+        task = load_task(path, params=dict(config.params), scene=config.scene)
         if path.stem in stems and stems[path.stem].resolve() != path.resolve():
             raise DefinitionError("INVALID_OPTION", f"two task files are both called "
                                   f"{path.stem!r} ({stems[path.stem]} and {path})",
@@ -98,7 +100,8 @@ def _check(config: EvalConfig) -> None:
                                   "for the built-in simulator", where=str(path),
                                   fix="add 'scene: NAME' to the task, or pass --scene NAME")
         if config.sim_url is None and scene is not None:
-            load_scene(scene, params=task.params)
+            refuse_missing_objects(path, load_scene(scene, params=task.params),
+                                   params=dict(config.params), scene_ref=config.scene)
 
 
 def plan(config: EvalConfig) -> list[EpisodeSpec]:

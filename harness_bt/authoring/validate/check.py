@@ -88,10 +88,12 @@ def _order(problems: list[Problem], files: list[str]) -> list[Problem]:
 
 def check_document(doc: Document, registries: Registries, *,
                    problems: list[Problem] | None = None,
-                   params: Mapping[str, Any] | None = None, origin: str = "--set") -> Checked:
+                   params: Mapping[str, Any] | None = None, origin: str = "--set",
+                   scene: str | None = None) -> Checked:
     """Check a task document (``problems``: what reading it found already) with its
     parameters bound to ``params`` over their defaults (``origin``: where those came from,
-    for the problems: ``--set``)."""
+    for the problems: ``--set``). ``scene``: the scene the task will run in, when not the one
+    it names (``--scene``): its loops' groups and objects are that scene's."""
     report = Report()
     report.extend(problems or [])
     if doc.data is None:
@@ -115,9 +117,9 @@ def check_document(doc: Document, registries: Registries, *,
             if not is_template(d, tree_path, registries):
                 report.extend(check_nodes(d, tree_path, registries))
     report.extend(_guard_texts(library))
-    scene = facts_loader(doc.data, doc.path, binding.values)
+    facts = facts_loader(doc.data, doc.path, binding.values, scene)
     expander = Expander(library, registries.models, report, params=dict(binding.values),
-                        on_copy=check_copy(report, registries), scene=scene)
+                        on_copy=check_copy(report, registries), scene=facts)
     for tree_path in find_trees(doc.data):
         if tree_path[0] == "phases":
             expander.expand(doc.get(tree_path), doc, tree_path)
@@ -139,7 +141,7 @@ def check_document(doc: Document, registries: Registries, *,
     report.extend(check_blackboard(uses, defaults))
     report.problems = _order(report.problems, [d.file for d in library.documents])
     return Checked(doc, report, spec, library, registries, params=dict(binding.values),
-                   scene=scene)
+                   scene=facts)
 
 
 def _as_written(spec: TaskSpec, data: object) -> TaskSpec:

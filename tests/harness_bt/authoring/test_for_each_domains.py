@@ -17,6 +17,7 @@ from harness_bt.nodes.loops import ForEach
 from harness_bt.run.episodes import run_episodes
 from harness_bt.runtime.episodes import RunOptions
 from harness_bt.viz.render import render
+from runtime_bridge.sim.library import CLEAR_TABLE
 
 TASK = """\
 name: look_each
@@ -68,6 +69,21 @@ def test_a_group_is_the_scenes_members_in_its_order(tmp_path: Path) -> None:
     assert [c.name for c in loop.children] == ["red_cube", "green_cube", "blue_cube"]
     assert loop.params()["over"] == {"group": "to_clear"}
     assert loop.params()["candidates"] == ["red_cube", "green_cube", "blue_cube"]
+
+
+def test_the_scene_a_run_is_given_gives_the_group(tmp_path: Path) -> None:
+    """``--scene``: the task runs in another scene, and its loops take that scene's groups."""
+    two = tmp_path / "two.yaml"
+    two.write_text(CLEAR_TABLE.read_text().replace("mass: 0.08, group: to_clear, label: red cube",
+                                "mass: 0.08, label: red cube"))
+    path = write(tmp_path, "{group: to_clear}")
+    tree = load_task(path, scene=str(two)).build_trees()["each"]
+    loop = next(n for n in iter_nodes(tree) if isinstance(n, ForEach))
+    assert [c.name for c in loop.children] == ["green_cube", "blue_cube"]
+    errors = check_file(path, scene="sort").report.errors
+    assert [(p.code, p.message) for p in errors] == [(
+        "UNKNOWN_GROUP", "for_each 'cubes': scene 'sort' has no group 'to_clear'; its groups: "
+        "reds")]
 
 
 def test_an_unknown_group_is_refused_with_the_scenes_groups(tmp_path: Path) -> None:

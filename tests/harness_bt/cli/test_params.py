@@ -91,6 +91,38 @@ def test_run_scene_overrides_the_tasks_scene(started: list[RunOptions]) -> None:
     assert dict(started[0].params) == {"target": "red_cube", "height": 0.12}  # the defaults
 
 
+TREES = Path(__file__).resolve().parents[3] / "trees"
+
+
+@pytest.mark.parametrize(("command", "task", "message"), [
+    ("run", "clear_table.yaml", "UNKNOWN_GROUP: for_each 'cubes': scene 'sort' has no group "
+     "'to_clear'; its groups: reds"),
+    ("run", "pick.yaml", "subtree 'approach' used here is given object 'red_cube' (its "
+     "observe 'look' (objects) at"),
+    ("eval", "pick.yaml", "which scene 'sort' does not have; its objects: red_cube_1, "
+     "red_cube_2, red_cube_3, green_cube, blue_cube, tray; did you mean 'red_cube_3'?"),
+])
+def test_a_scene_lacking_the_tasks_objects_or_groups_is_refused_before_a_run(
+        started: list[RunOptions], capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        command: str, task: str, message: str) -> None:
+    out = ["--out", str(tmp_path / "store")] if command == "eval" else []
+    assert main([command, str(TREES / task), "--scene", "sort", *out]) == 1
+    assert started == [] and not (tmp_path / "store").exists()
+    assert message in err(capsys)
+
+
+def test_a_task_naming_an_object_its_own_scene_lacks_is_refused_before_a_run(
+        started: list[RunOptions], capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    task = tmp_path / "pick_can.yaml"
+    task.write_text((TREES / "pick.yaml").read_text().replace(
+        'objects: ["{target}"]', 'objects: ["{target}", yellow_can]', 1).replace(
+        "includes: [steps.yaml]", f"includes: [{TREES / 'steps.yaml'}]"))
+    assert main(["run", str(task)]) == 1
+    assert started == []
+    assert ("observe 'find_target' (objects) names object 'yellow_can', which scene "
+            "'pick_cube' does not have") in err(capsys)
+
+
 def test_run_refuses_a_bad_value_before_anything_starts(
         started: list[RunOptions], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(PICK), "--set", "target=green cube"]) == 1
