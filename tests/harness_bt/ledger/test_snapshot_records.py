@@ -53,6 +53,15 @@ def _replace_snapshot(path, body: str) -> None:
     db.close()
 
 
+def _edit_first_command(path, edit) -> None:
+    """Replace the command of the snapshot's first record line by ``edit(command)``."""
+    _, body, _ = _snapshot(path)
+    head, line1, line2 = body.split("\n")
+    row = json.loads(line1)
+    row[0] = edit(row[0])
+    _replace_snapshot(path, "\n".join([head, json.dumps(row), line2]))
+
+
 def test_a_record_from_a_snapshot_is_built_when_first_read_and_equals_the_one_written(
         journal_path, cmd):
     led = _finished(journal_path, cmd)
@@ -86,11 +95,7 @@ def test_a_snapshot_copies_an_unread_record_line_as_it_is_and_encodes_a_changed_
 def test_a_snapshot_line_that_does_not_read_back_is_a_journal_failed_error_when_read(
         journal_path, cmd):
     _finished(journal_path, cmd).close()
-    _, body, _ = _snapshot(journal_path)
-    head, line1, line2 = body.split("\n")
-    row = json.loads(line1)
-    row[0]["start_within_ms"] = "soon"  # not a number
-    _replace_snapshot(journal_path, "\n".join([head, json.dumps(row), line2]))
+    _edit_first_command(journal_path, lambda c: {**c, "start_within_ms": "soon"})  # not a number
     again = Ledger.open(journal_path, now=1.0)  # terminal records are not read at open
     assert again.get("nav-2").state is CommandState.SUCCEEDED
     with pytest.raises(LedgerError) as e:
@@ -166,11 +171,7 @@ def test_threads_reading_one_unbuilt_record_at_once_all_see_it_built_once(journa
 def test_a_snapshot_line_whose_command_is_not_an_object_is_a_journal_failed_error_when_read(
         journal_path, cmd):
     _finished(journal_path, cmd).close()
-    _, body, _ = _snapshot(journal_path)
-    head, line1, line2 = body.split("\n")
-    row = json.loads(line1)
-    row[0] = list(row[0].values())  # the previous format's array of fields
-    _replace_snapshot(journal_path, "\n".join([head, json.dumps(row), line2]))
+    _edit_first_command(journal_path, lambda c: list(c.values()))  # the previous format's array
     again = Ledger.open(journal_path, now=1.0)
     with pytest.raises(LedgerError) as e:
         _ = again.get("nav-1").state
